@@ -1,0 +1,5 @@
+"""Allow `python -m ckpt_tui`."""
+
+from ckpt_tui.cli import main
+
+raise SystemExit(main())
