@@ -1,0 +1,113 @@
+"""Sizes that say how sure they are: exact, estimated (with the basis), or unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import humanize
+
+SizeKind = Literal["exact", "estimate", "unknown"]
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Size:
+    """A size in bytes; `basis` explains an estimate (or why a size is unknown)."""
+
+    kind: SizeKind
+    bytes: int | None = None
+    basis: str = ""
+
+    @classmethod
+    def exact(cls, n: int) -> Size:
+        return cls("exact", _check(n))
+
+    @classmethod
+    def estimate(cls, n: int, basis: str) -> Size:
+        return cls("estimate", _check(n), basis)
+
+    @classmethod
+    def unknown(cls, reason: str = "") -> Size:
+        return cls("unknown", None, reason)
+
+    @property
+    def is_exact(self) -> bool:
+        return self.kind == "exact"
+
+    @property
+    def is_known(self) -> bool:
+        return self.bytes is not None
+
+
+def _check(n: int) -> int:
+    if n < 0:
+        raise ValueError(f"a size cannot be negative: {n}")
+    return n
+
+
+@dataclass(frozen=True)
+class SizeTotal:
+    """The sum of some sizes: exact only if every part is exact; "at least" if any is unknown."""
+
+    bytes: int
+    part_count: int
+    estimate_count: int
+    unknown_count: int
+
+    @property
+    def is_exact(self) -> bool:
+        return self.estimate_count == 0 and self.unknown_count == 0
+
+    @property
+    def is_at_least(self) -> bool:
+        return self.unknown_count > 0
+
+    @property
+    def is_all_unknown(self) -> bool:
+        return self.part_count > 0 and self.unknown_count == self.part_count
+
+
+def total(sizes: Iterable[Size]) -> SizeTotal:
+    """Add sizes up, counting how many parts were estimates or unknown."""
+    n_bytes = parts = estimates = unknowns = 0
+    for size in sizes:
+        parts += 1
+        if size.bytes is None:
+            unknowns += 1
+            continue
+        n_bytes += size.bytes
+        estimates += size.kind == "estimate"
+    return SizeTotal(n_bytes, parts, estimates, unknowns)
+
+
+def totals_by(items: Iterable[tuple[K, Size]]) -> dict[K, SizeTotal]:
+    """One total per key (e.g. per run id), keys in first-seen order."""
+    groups: dict[K, list[Size]] = {}
+    for key, size in items:
+        groups.setdefault(key, []).append(size)
+    return {key: total(sizes) for key, sizes in groups.items()}
+
+
+def format_bytes(n: int) -> str:
+    """Binary units everywhere: '12.4 GiB', '512 Bytes'."""
+    return str(humanize.naturalsize(n, binary=True, format="%.1f"))
+
+
+def format_size(size: Size) -> str:
+    """'12.4 GiB' if exact, '≈ 12.4 GiB' if estimated, '?' if unknown."""
+    if size.bytes is None:
+        return "?"
+    text = format_bytes(size.bytes)
+    return text if size.is_exact else f"≈ {text}"
+
+
+def format_total(value: SizeTotal) -> str:
+    """'12.4 GiB', '≈ 12.4 GiB', 'at least 12.4 GiB', 'at least ≈ 12.4 GiB', or '?'."""
+    if value.is_all_unknown:
+        return "?"
+    text = format_bytes(value.bytes)
+    if value.estimate_count:
+        text = f"≈ {text}"
+    return f"at least {text}" if value.is_at_least else text
