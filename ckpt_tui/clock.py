@@ -5,6 +5,8 @@ Everything that needs "now" takes a `Clock`, so tests and screenshots can pin ti
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
@@ -41,3 +43,19 @@ class FixedClock:
 
 
 SYSTEM_CLOCK: Clock = SystemClock()
+
+
+NOW_ENV = "CKPT_TUI_NOW"
+
+
+def clock_from_environ(environ: Mapping[str, str] | None = None) -> Clock:
+    """The system clock, or a fixed one when `CKPT_TUI_NOW` holds an ISO time.
+
+    The fixed clock exists for screenshots, demos and tests that run the real command line.
+    """
+    env = os.environ if environ is None else environ
+    text = env.get(NOW_ENV)
+    if not text:
+        return SYSTEM_CLOCK
+    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return FixedClock(at if at.tzinfo else at.replace(tzinfo=timezone.utc))

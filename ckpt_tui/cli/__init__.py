@@ -7,21 +7,23 @@ Each subcommand lives in its own module with `register(subparsers)`; the module 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import serve
+from ckpt_tui.cli import ls, prune, serve, tui
 
-SUBCOMMANDS = (serve,)
+SUBCOMMANDS = (serve, ls, prune)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ckpt-tui",
-        description="A terminal checkpoint manager for Tinker, PyTorch and Hugging Face checkpoints.",
+        description="A terminal checkpoint manager for Tinker, PyTorch and Hugging Face "
+        "checkpoints.",
     )
     parser.add_argument("--version", action="version", version=f"ckpt-tui {__version__}")
+    tui.add_tui_args(parser)
+    parser.set_defaults(func=tui.run)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)
@@ -31,9 +33,5 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return 2
-    result: int = func(args)
+    result: int = args.func(args)
     return result

@@ -1,0 +1,68 @@
+"""Options shared by the TUI and `ls`: where to connect and where the training logs are."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+
+from ckpt_tui.client import Backend, ClientError, resolve_backend
+from ckpt_tui.loader import LogDirSettings
+
+NO_BACKEND_MESSAGE = """\
+ckpt-tui: no backend configured. Any one of these gives it one:
+  ckpt-tui demo                       try it on a demo store, no account needed
+  ckpt-tui --local STORE              a local store folder (what `ckpt-tui serve` serves)
+  ckpt-tui --url URL --api-key KEY    a checkpoint server (e.g. `ckpt-tui serve` elsewhere)
+  TINKER_API_KEY=tml-... ckpt-tui     the hosted Tinker service (or `tinker auth login` once)
+  TINKER_BASE_URL=URL                 another server, as the tinker SDK reads it"""
+
+
+class NoBackendError(Exception):
+    """Nothing says where to connect."""
+
+
+def add_backend_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where to connect (first given wins)")
+    group.add_argument("--local", metavar="STORE", help="a local store folder, served in-process")
+    group.add_argument("--url", help="a checkpoint server's base URL (else $TINKER_BASE_URL)")
+    group.add_argument(
+        "--api-key",
+        help="API key (else $TINKER_API_KEY, else the default key of `tinker auth login`)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a training log dir or a folder of them (repeatable); "
+        "$TINKER_COOKBOOK_RUNS_DIR (else ~/tinker-runs) is always scanned too",
+    )
+
+
+def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Backend:
+    """The backend the flags, the environment or the credentials file name.
+
+    NoBackendError when none of them names one (no local store, URL or key anywhere).
+    """
+    env = os.environ if env is None else env
+    backend = resolve_backend(local=args.local, url=args.url, api_key=args.api_key, env=env)
+    if backend.is_local or args.url or env.get("TINKER_BASE_URL") or backend.api_key:
+        return backend
+    raise NoBackendError(NO_BACKEND_MESSAGE)
+
+
+def log_settings_from_args(args: argparse.Namespace) -> LogDirSettings:
+    return LogDirSettings.from_args(args.log_dir)
+
+
+def fail(message: str, code: int = 1) -> int:
+    """Print an error for people on stderr and return the exit code."""
+    print(message if message.startswith("ckpt-tui") else f"ckpt-tui: {message}", file=sys.stderr)
+    return code
+
+
+def describe_client_error(exc: ClientError) -> str:
+    detail = f" (server said: {exc.detail})" if exc.detail and exc.detail not in exc.message else ""
+    return f"{exc.message}{detail}"

@@ -1,0 +1,52 @@
+"""`ckpt-tui` with no subcommand: open the app on the configured backend."""
+
+from __future__ import annotations
+
+import argparse
+
+from ckpt_tui.cli.common import (
+    NoBackendError,
+    add_backend_args,
+    backend_from_args,
+    describe_client_error,
+    fail,
+    log_settings_from_args,
+)
+from ckpt_tui.client import ClientError
+from ckpt_tui.clock import clock_from_environ
+
+
+def add_tui_args(parser: argparse.ArgumentParser) -> None:
+    add_backend_args(parser)
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="re-read the server every SECONDS (default 30; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--readonly", action="store_true", help="browse only: publish, TTL and delete are off"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        backend = backend_from_args(args)
+    except NoBackendError as exc:
+        return fail(str(exc), 2)
+    except ClientError as exc:
+        return fail(describe_client_error(exc), 2)
+    if args.poll < 0:
+        return fail("--poll must be 0 (off) or a number of seconds", 2)
+    from ckpt_tui.tui.app import CkptApp
+
+    app = CkptApp(
+        backend,
+        log_settings_from_args(args),
+        clock=clock_from_environ(),
+        poll_interval=args.poll,
+        readonly=args.readonly,
+    )
+    app.run()
+    return 0

@@ -1,0 +1,71 @@
+"""The async client for the checkpoint REST API, and where it connects.
+
+from ckpt_tui.client import CheckpointClient, resolve_backend
+
+async with CheckpointClient(resolve_backend(url=..., api_key=...)) as client:
+    checkpoints = await client.list_all_checkpoints(on_progress=print)
+"""
+
+from ckpt_tui.client.bulk import BulkProgress, Outcome, extended_ttl, run_bulk
+from ckpt_tui.client.client import (
+    CheckpointClient,
+    CheckpointRef,
+    Timeouts,
+    to_tinker_path,
+)
+from ckpt_tui.client.connection import (
+    API_KEY_HEADER,
+    DEFAULT_BASE_URL,
+    Backend,
+    read_default_key,
+    resolve_backend,
+)
+from ckpt_tui.client.errors import (
+    ApiError,
+    AuthError,
+    BadRequestError,
+    BadResponse,
+    ClientError,
+    ConflictError,
+    ConnectionFailed,
+    CredentialsError,
+    ForbiddenError,
+    NotFoundError,
+    RateLimitedError,
+    ServerError,
+    Timeout,
+)
+from ckpt_tui.client.paging import Page, Progress
+from ckpt_tui.client.retry import RetryPolicy
+
+__all__ = [
+    "API_KEY_HEADER",
+    "DEFAULT_BASE_URL",
+    "ApiError",
+    "AuthError",
+    "Backend",
+    "BadRequestError",
+    "BadResponse",
+    "BulkProgress",
+    "CheckpointClient",
+    "CheckpointRef",
+    "ClientError",
+    "ConflictError",
+    "ConnectionFailed",
+    "CredentialsError",
+    "ForbiddenError",
+    "NotFoundError",
+    "Outcome",
+    "Page",
+    "Progress",
+    "RateLimitedError",
+    "RetryPolicy",
+    "ServerError",
+    "Timeout",
+    "Timeouts",
+    "extended_ttl",
+    "read_default_key",
+    "resolve_backend",
+    "run_bulk",
+    "to_tinker_path",
+]

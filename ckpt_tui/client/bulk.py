@@ -1,0 +1,86 @@
+"""Running one operation over many checkpoints: bounded concurrency, one outcome per item.
+
+A bulk run never raises half-way and never stops at the first failure: each item's error is
+recorded in its `Outcome`, in input order, and progress is reported after every item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from ckpt_tui.api_types import Checkpoint
+from ckpt_tui.client.errors import ClientError
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one item: `ok`, or the error and its message."""
+
+    target: str
+    ok: bool
+    message: str = ""
+    error: Exception | None = None
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status of a failure from the server, if there was one."""
+        return self.error.status if isinstance(self.error, ClientError) else None
+
+
+BulkProgress = Callable[[int, int, Outcome], None]
+"""Called as `on_progress(done, total, last_outcome)` after each item."""
+
+
+def _name(ref: object) -> str:
+    return ref.tinker_path if isinstance(ref, Checkpoint) else str(ref)
+
+
+async def run_bulk(
+    refs: Sequence[R],
+    operation: Callable[[R], Awaitable[None]],
+    concurrency: int = 8,
+    on_progress: BulkProgress | None = None,
+) -> list[Outcome]:
+    """Apply `operation` to every ref, at most `concurrency` at a time."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = asyncio.Semaphore(concurrency)
+    done = 0
+
+    async def one(ref: R) -> Outcome:
+        nonlocal done
+        async with gate:
+            outcome = await _outcome_of(ref, operation)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(refs), outcome)
+        return outcome
+
+    return list(await asyncio.gather(*(one(ref) for ref in refs)))
+
+
+async def _outcome_of(ref: R, operation: Callable[[R], Awaitable[None]]) -> Outcome:
+    try:
+        await operation(ref)
+    except ClientError as exc:
+        return Outcome(_name(ref), False, exc.message, exc)
+    except Exception as exc:
+        # The promise of a bulk run is one outcome per item, so even an unexpected error in
+        # one item is recorded rather than abandoning the others half-way.
+        return Outcome(_name(ref), False, f"{type(exc).__name__}: {exc}", exc)
+    return Outcome(_name(ref), True)
+
+
+def extended_ttl(expires_at: datetime | None, extend_by: timedelta, now: datetime) -> int:
+    """The TTL that moves an expiry `extend_by` later (from now if it never expired or has passed).
+
+    TTLs count from now, so extending is `(max(now, expires_at) + extend_by) - now`.
+    """
+    start = now if expires_at is None else max(now, expires_at)
+    return int(((start + extend_by) - now).total_seconds())

@@ -1,0 +1,348 @@
+"""`CheckpointClient`: one async httpx client for every endpoint of the checkpoint REST API.
+
+Checkpoints are named by their tinker path: every per-checkpoint method takes a `CheckpointRef`,
+which is a `TinkerPath`, a `tinker://RUN/SEGMENT/NAME` string, or a `Checkpoint` (its
+`tinker_path` is used). Runs are named by their run id. Answers are parsed into
+`ckpt_tui.api_types` dataclasses; failures raise `ckpt_tui.client.errors.ClientError` subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from ckpt_tui import __version__
+from ckpt_tui.api_types import Checkpoint, Cursor, TinkerPath, TrainingRun, WeightsInfo
+from ckpt_tui.client import bulk, paging
+from ckpt_tui.client.connection import API_KEY_HEADER, Backend
+from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed
+from ckpt_tui.client.paging import Page, Progress
+from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
+
+CheckpointRef = TinkerPath | str | Checkpoint
+AccessScope = Literal["owned", "accessible"]
+API = "/api/v1"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to wait for a connection and for each read (writes and the pool use `read`)."""
+
+    connect: float = 5.0
+    read: float = 30.0
+
+    def to_httpx(self) -> httpx.Timeout:
+        return httpx.Timeout(self.read, connect=self.connect)
+
+
+def to_tinker_path(ref: CheckpointRef) -> TinkerPath:
+    """The `TinkerPath` a ref names; BadRequestError (raised before sending) if it names none."""
+    if isinstance(ref, TinkerPath):
+        path = ref
+    else:
+        text = ref.tinker_path if isinstance(ref, Checkpoint) else ref
+        try:
+            path = TinkerPath.parse(text)
+        except ValueError as exc:
+            raise BadRequestError(400, str(exc), f"refused before sending: {exc}") from None
+    _check_segment(path.run_id, "run id")
+    _check_segment(path.name, "checkpoint name")
+    return path
+
+
+def _check_segment(value: str, what: str) -> None:
+    # A "." or ".." segment would be collapsed by URL normalisation and hit another route.
+    if not value or "/" in value or value in (".", ".."):
+        detail = f"{what} {value!r} cannot be one URL path segment"
+        raise BadRequestError(400, detail, f"refused before sending: {detail}")
+
+
+def _checkpoint_route(path: TinkerPath, suffix: str = "") -> str:
+    segment, name = path.checkpoint_id.split("/", 1)
+    run = quote(path.run_id, safe="")
+    return f"{API}/training_runs/{run}/checkpoints/{segment}/{quote(name, safe='')}{suffix}"
+
+
+class CheckpointClient:
+    """Talks to one backend. Use as `async with CheckpointClient(backend) as client:`.
+
+    `transport` replaces the network (e.g. `httpx.ASGITransport(app=...)`); in local mode the
+    server's app is built in-process over `Store.open(backend.local_store)`. `on_close` runs
+    at `aclose()` (e.g. to close a store the caller opened for `transport`).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.retry = retry or RetryPolicy()
+        self._on_close = on_close
+        if transport is None and backend.local_store is not None:
+            transport, self._on_close = _local_transport(backend.local_store)
+        headers = {"User-Agent": f"ckpt-tui/{__version__}"}
+        if backend.api_key:
+            headers[API_KEY_HEADER] = backend.api_key
+        self._http = httpx.AsyncClient(
+            base_url=backend.base_url,
+            headers=headers,
+            timeout=(timeouts or Timeouts()).to_httpx(),
+            transport=transport,
+        )
+        self._target = Target(backend.display_url, backend.key_source)
+
+    @classmethod
+    async def connect(
+        cls,
+        backend: Backend,
+        *,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> CheckpointClient:
+        """Like the constructor, but opens a local store in a worker thread (a large store's
+        first scan takes a while; an event loop, e.g. a TUI's, stays responsive meanwhile)."""
+        if backend.local_store is None:
+            return cls(backend, timeouts=timeouts, retry=retry)
+        transport, close = await asyncio.to_thread(_local_transport, backend.local_store)
+        return cls(backend, transport=transport, timeouts=timeouts, retry=retry, on_close=close)
+
+    async def __aenter__(self) -> CheckpointClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close connections (and the local store, in local mode)."""
+        await self._http.aclose()
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None
+
+    # --- plumbing ----------------------------------------------------------------------------
+    async def _send(self, call: Call) -> httpx.Response:
+        return await send_with_retries(self._http, call, self.retry, self._target)
+
+    async def _json(self, call: Call) -> dict[str, Any]:
+        response = await self._send(call)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            message = f"{self._target.display_url} answered {call.subject} with no JSON object"
+            raise BadResponse(message, detail=response.text[:300])
+        return data
+
+    def _bad_shape(self, call: Call, exc: Exception) -> BadResponse:
+        message = (
+            f"{self._target.display_url} answered {call.subject} in an unexpected shape: {exc!r}"
+        )
+        return BadResponse(message, detail=repr(exc))
+
+    # --- reads -------------------------------------------------------------------------------
+    async def healthz(self) -> bool:
+        """True when the server says it is ok (the local server's `GET /api/v1/healthz`)."""
+        data = await self._json(Call("GET", f"{API}/healthz", "the health check"))
+        return data.get("status") == "ok"
+
+    async def list_training_runs(
+        self, limit: int = 20, offset: int = 0, access_scope: AccessScope = "owned"
+    ) -> Page[TrainingRun]:
+        """One page of runs, newest activity first."""
+        params = {"limit": limit, "offset": offset, "access_scope": access_scope}
+        call = Call("GET", f"{API}/training_runs", "the list of training runs", params)
+        data = await self._json(call)
+        try:
+            runs = [TrainingRun.from_json(item) for item in data["training_runs"]]
+            return Page(runs, offset, Cursor.from_json(data["cursor"]).total_count)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._bad_shape(call, exc) from None
+
+    async def get_training_run(self, run_id: str) -> TrainingRun:
+        """One run; NotFoundError naming the id if unknown."""
+        _check_segment(run_id, "run id")
+        subject = f"training run {run_id!r}"
+        call = Call("GET", f"{API}/training_runs/{quote(run_id, safe='')}", subject)
+        data = await self._json(call)
+        try:
+            return TrainingRun.from_json(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._bad_shape(call, exc) from None
+
+    async def list_run_checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """A run's checkpoints, oldest first (not paginated)."""
+        _check_segment(run_id, "run id")
+        route = f"{API}/training_runs/{quote(run_id, safe='')}/checkpoints"
+        call = Call("GET", route, f"the checkpoints of training run {run_id!r}")
+        return self._checkpoints_of(call, await self._json(call))
+
+    async def list_checkpoints(self, limit: int = 100, offset: int = 0) -> Page[Checkpoint]:
+        """One page of all my checkpoints, newest first."""
+        params = {"limit": limit, "offset": offset}
+        call = Call("GET", f"{API}/checkpoints", "the list of checkpoints", params)
+        data = await self._json(call)
+        checkpoints = self._checkpoints_of(call, data)
+        try:
+            return Page(checkpoints, offset, Cursor.from_json(data["cursor"]).total_count)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._bad_shape(call, exc) from None
+
+    def _checkpoints_of(self, call: Call, data: dict[str, Any]) -> list[Checkpoint]:
+        try:
+            return [Checkpoint.from_json(item) for item in data["checkpoints"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._bad_shape(call, exc) from None
+
+    async def weights_info(self, ref: CheckpointRef) -> WeightsInfo:
+        """What a LoRA size estimate needs about a checkpoint's model."""
+        path = to_tinker_path(ref)
+        body = {"tinker_path": str(path)}
+        call = Call("POST", f"{API}/weights_info", f"weights info of {path}", body=body)
+        data = await self._json(call)
+        try:
+            return WeightsInfo.from_json(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._bad_shape(call, exc) from None
+
+    # --- writes ------------------------------------------------------------------------------
+    async def delete_checkpoint(self, ref: CheckpointRef) -> None:
+        """Delete; a 404 answering a retry of a possibly-performed delete counts as done."""
+        path = to_tinker_path(ref)
+        call = Call("DELETE", _checkpoint_route(path), f"checkpoint {path}")
+        await self._send(_with_done(call, 404))
+
+    async def publish(self, ref: CheckpointRef) -> None:
+        """Make public; ConflictError if it already was (unless a retry caused that)."""
+        path = to_tinker_path(ref)
+        call = Call("POST", _checkpoint_route(path, "/publish"), f"checkpoint {path}")
+        await self._send(_with_done(call, 409))
+
+    async def unpublish(self, ref: CheckpointRef) -> None:
+        """Make private; ConflictError if it already was (unless a retry caused that)."""
+        path = to_tinker_path(ref)
+        call = Call("DELETE", _checkpoint_route(path, "/publish"), f"checkpoint {path}")
+        await self._send(_with_done(call, 409))
+
+    async def set_ttl(self, ref: CheckpointRef, ttl_seconds: int | None) -> None:
+        """Expire `ttl_seconds` from now (3600 s .. 10 years); None removes the expiry."""
+        path = to_tinker_path(ref)
+        body = {"ttl_seconds": ttl_seconds}
+        await self._send(
+            Call("PUT", _checkpoint_route(path, "/ttl"), f"checkpoint {path}", None, body)
+        )
+
+    # --- whole lists -------------------------------------------------------------------------
+    def iter_checkpoint_pages(
+        self, page_size: int = 1000, concurrency: int = 8
+    ) -> AsyncIterator[Page[Checkpoint]]:
+        """Pages of `/checkpoints` as they arrive (any order; each knows its offset)."""
+        return paging.iter_pages(self.list_checkpoints, page_size, concurrency)
+
+    async def list_all_checkpoints(
+        self, page_size: int = 1000, concurrency: int = 8, on_progress: Progress | None = None
+    ) -> list[Checkpoint]:
+        """Every checkpoint, newest first, pages fetched concurrently, de-duplicated."""
+        pages = self.iter_checkpoint_pages(page_size, concurrency)
+        items = await paging.collect(pages, on_progress)
+        return paging.unique_by(items, lambda checkpoint: checkpoint.tinker_path)
+
+    def iter_training_run_pages(
+        self, page_size: int = 100, concurrency: int = 8, access_scope: AccessScope = "owned"
+    ) -> AsyncIterator[Page[TrainingRun]]:
+        """Pages of `/training_runs` as they arrive."""
+
+        async def fetch(limit: int, offset: int) -> Page[TrainingRun]:
+            return await self.list_training_runs(limit, offset, access_scope)
+
+        return paging.iter_pages(fetch, page_size, concurrency)
+
+    async def list_all_training_runs(
+        self,
+        page_size: int = 100,
+        concurrency: int = 8,
+        on_progress: Progress | None = None,
+        access_scope: AccessScope = "owned",
+    ) -> list[TrainingRun]:
+        """Every run, newest activity first, de-duplicated by id."""
+        pages = self.iter_training_run_pages(page_size, concurrency, access_scope)
+        items = await paging.collect(pages, on_progress)
+        return paging.unique_by(items, lambda run: run.training_run_id)
+
+    # --- bulk --------------------------------------------------------------------------------
+    async def bulk_delete(
+        self,
+        refs: Sequence[CheckpointRef],
+        concurrency: int = 8,
+        on_progress: bulk.BulkProgress | None = None,
+    ) -> list[bulk.Outcome]:
+        """Delete many; one outcome per ref, in input order; never raises half-way."""
+        return await bulk.run_bulk(refs, self.delete_checkpoint, concurrency, on_progress)
+
+    async def bulk_publish(
+        self,
+        refs: Sequence[CheckpointRef],
+        concurrency: int = 8,
+        on_progress: bulk.BulkProgress | None = None,
+    ) -> list[bulk.Outcome]:
+        """Publish many; see `bulk_delete`."""
+        return await bulk.run_bulk(refs, self.publish, concurrency, on_progress)
+
+    async def bulk_unpublish(
+        self,
+        refs: Sequence[CheckpointRef],
+        concurrency: int = 8,
+        on_progress: bulk.BulkProgress | None = None,
+    ) -> list[bulk.Outcome]:
+        """Unpublish many; see `bulk_delete`."""
+        return await bulk.run_bulk(refs, self.unpublish, concurrency, on_progress)
+
+    async def bulk_set_ttl(
+        self,
+        refs: Sequence[CheckpointRef],
+        ttl_seconds: int | Callable[[CheckpointRef], int | None] | None,
+        concurrency: int = 8,
+        on_progress: bulk.BulkProgress | None = None,
+    ) -> list[bulk.Outcome]:
+        """Set one TTL on many, or a TTL per ref when given a function (e.g. to extend each)."""
+
+        async def set_one(ref: CheckpointRef) -> None:
+            ttl = ttl_seconds(ref) if callable(ttl_seconds) else ttl_seconds
+            await self.set_ttl(ref, ttl)
+
+        return await bulk.run_bulk(refs, set_one, concurrency, on_progress)
+
+
+def _with_done(call: Call, status: int) -> Call:
+    return Call(call.method, call.path, call.subject, call.params, call.body, frozenset({status}))
+
+
+def _local_transport(store_path: Path) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+    """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper)."""
+    from ckpt_tui.server.app import create_app
+    from ckpt_tui.store import Store, StoreError
+
+    try:
+        store = Store.open(store_path, create=False)
+    except (StoreError, OSError) as exc:
+        message = f"could not open local store {store_path}: {exc}"
+        raise ConnectionFailed(message, detail=str(exc)) from None
+    app = create_app(store, sweep_interval=None)
+    return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close

@@ -1,0 +1,167 @@
+"""Where the client connects, and with which key.
+
+Resolution order (`resolve_backend`):
+1. `--local STORE`: the server's app in-process, no port, no key;
+2. URL: `--url`, else `$TINKER_BASE_URL`, else the hosted service;
+   key: `--api-key`, else `$TINKER_API_KEY`, else the default key that `tinker auth login`
+   stored in `~/.tinker/credentials.json`.
+Empty values count as unset (as in the SDK). The key is never part of `repr`/`str`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ckpt_tui.client.errors import CredentialsError
+
+DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
+"""The hosted service, as `tinker.lib.base_url.DEFAULT_BASE_URL` (SDK 0.38.0) names it."""
+
+API_KEY_HEADER = "X-API-Key"
+"""The header the SDK's auth provider sets."""
+
+CREDENTIALS_DISPLAY_PATH = "~/.tinker/credentials.json"
+LOCAL_BASE_URL = "http://local-store"
+"""The base URL requests carry in local mode; never reaches a network."""
+
+
+def default_credentials_path() -> Path:
+    """Where `tinker auth login` keeps keys (the SDK has no environment override)."""
+    return Path(CREDENTIALS_DISPLAY_PATH).expanduser()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A resolved place to talk to: a base URL with an optional key, or a local store folder."""
+
+    base_url: str
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    key_source: str | None = None
+    local_store: Path | None = None
+
+    @classmethod
+    def remote(
+        cls, base_url: str, api_key: str | None = None, key_source: str | None = None
+    ) -> Backend:
+        """A server at `base_url` (a trailing `/` is dropped)."""
+        if api_key and key_source is None:
+            key_source = "the given API key"
+        return cls(base_url.rstrip("/"), api_key or None, key_source if api_key else None)
+
+    @classmethod
+    def local(cls, store: Path) -> Backend:
+        """The store at `store`, served in-process."""
+        return cls(LOCAL_BASE_URL, local_store=Path(store))
+
+    @property
+    def is_local(self) -> bool:
+        return self.local_store is not None
+
+    @property
+    def display_url(self) -> str:
+        """What messages call this backend: the URL, or `local store PATH`."""
+        return f"local store {self.local_store}" if self.local_store else self.base_url
+
+    def describe(self) -> str:
+        """One line for a status bar: where, and where the key came from (never the key)."""
+        if self.local_store is not None:
+            return self.display_url
+        key = f"key from {self.key_source}" if self.key_source else "no API key"
+        return f"{self.base_url} ({key})"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def resolve_backend(
+    *,
+    local: str | Path | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+    credentials_path: Path | None = None,
+) -> Backend:
+    """Pick the backend from flags, then the environment, then the credentials file."""
+    if local:
+        return Backend.local(Path(local))
+    env = os.environ if env is None else env
+    base_url = url or env.get("TINKER_BASE_URL") or DEFAULT_BASE_URL
+    if api_key:
+        return Backend.remote(base_url, api_key, "--api-key flag")
+    if env.get("TINKER_API_KEY"):
+        return Backend.remote(base_url, env["TINKER_API_KEY"], "TINKER_API_KEY")
+    stored = read_default_key(credentials_path)
+    if stored is None:
+        return Backend.remote(base_url)
+    _name, key, source = stored
+    return Backend.remote(base_url, key, source)
+
+
+def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:
+    """(name, key, source) of the stored default key; None when there is none.
+
+    A missing or unreadable file means no key; a file that is not the SDK's format raises
+    CredentialsError naming the file.
+    """
+    shown = CREDENTIALS_DISPLAY_PATH if path is None else str(path)
+    path = default_credentials_path() if path is None else path
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    record = _default_record(_parse_credentials(raw, shown))
+    if record is None:
+        return None
+    name = str(record.get("name") or "")
+    return name, record["key"], f"default key '{name}' in {shown}"
+
+
+def _parse_credentials(raw: bytes, shown: str) -> dict[str, Any]:
+    def bad(reason: str) -> CredentialsError:
+        return CredentialsError(
+            f"{shown} is not a valid tinker credentials file ({reason}); "
+            "fix or remove it, or run `tinker auth login` again"
+        )
+
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        raise bad(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise bad("not a JSON object")
+    if data.get("version", 1) != 1:
+        raise bad(f"unknown version {data.get('version')!r}")
+    keys = data.get("keys", {})
+    default = data.get("default")
+    if not isinstance(keys, dict) or not (default is None or isinstance(default, str)):
+        raise bad("'keys' must be an object and 'default' a string")
+    for key_id, record in keys.items():
+        problem = _record_problem(record)
+        if problem:
+            raise bad(f"key {key_id!r}: {problem}")
+    return data
+
+
+def _record_problem(record: Any) -> str:
+    if not isinstance(record, dict):
+        return "not an object"
+    if record.get("type", "manual") not in ("manual", "generated"):
+        return f"unknown type {record.get('type')!r}"
+    if not isinstance(record.get("key"), str) or not isinstance(record.get("name"), str):
+        return "'key' and 'name' must be strings"
+    return ""
+
+
+def _default_record(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The default key's record; None when no default is set or it names no stored key."""
+    default = data.get("default")
+    keys: dict[str, Any] = data.get("keys", {})
+    if default is None or default not in keys:
+        return None
+    record: dict[str, Any] = keys[default]
+    return record

@@ -1,0 +1,133 @@
+"""Errors the checkpoint client raises: its own classes, never httpx's.
+
+Every error has `.message`, a sentence a person can act on, and `.detail`, the server's own
+words (the `detail` of its JSON error body) when there was an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_MAX_BODY_IN_MESSAGE = 300
+
+
+class ClientError(Exception):
+    """Base class of everything the client raises."""
+
+    status: int | None = None
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class CredentialsError(ClientError):
+    """The credentials file exists but cannot be understood."""
+
+
+class ConnectionFailed(ClientError):
+    """No connection could be made (refused, unknown host, local store unusable)."""
+
+
+class Timeout(ClientError):
+    """The server did not answer in time."""
+
+
+class BadResponse(ClientError):
+    """The server answered 2xx with something that is not the API's JSON."""
+
+
+class ApiError(ClientError):
+    """The server answered with an error status."""
+
+    def __init__(self, status: int, detail: str, message: str) -> None:
+        super().__init__(message, detail=detail)
+        self.status = status
+
+
+class BadRequestError(ApiError):
+    """400: the server refused the input."""
+
+
+class AuthError(ApiError):
+    """401: no key, or the key was refused."""
+
+
+class ForbiddenError(ApiError):
+    """403: e.g. a read-only local store."""
+
+
+class NotFoundError(ApiError):
+    """404: no such run or checkpoint (or not yours)."""
+
+
+class ConflictError(ApiError):
+    """409: e.g. publishing a checkpoint that is already public."""
+
+
+class RateLimitedError(ApiError):
+    """429 after every retry; `retry_after` is the server's last hint in seconds, if any."""
+
+    def __init__(
+        self, status: int, detail: str, message: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(status, detail, message)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    """5xx after every retry."""
+
+
+def detail_of(body: bytes, reason: str) -> str:
+    """The `detail` of a JSON error body; else the body's text (shortened); else the reason."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data: Any = json.loads(text) if text else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "detail" in data:
+        detail = data["detail"]
+        return detail if isinstance(detail, str) else json.dumps(detail)
+    if text:
+        return text[:_MAX_BODY_IN_MESSAGE]
+    return reason
+
+
+def api_error(
+    status: int,
+    detail: str,
+    *,
+    url: str,
+    subject: str,
+    key_source: str | None,
+    retry_after: float | None = None,
+) -> ApiError:
+    """The typed error for an error status, with a message that names what went wrong."""
+    if status == 401:
+        return AuthError(status, detail, _auth_message(detail, url, key_source))
+    if status == 429:
+        message = f"{url} is rate limiting requests ({detail}); wait a moment and try again"
+        return RateLimitedError(status, detail, message, retry_after)
+    if status >= 500:
+        message = f"{url} failed while handling {subject} (HTTP {status}): {detail}"
+        return ServerError(status, detail, message)
+    kinds: dict[int, tuple[type[ApiError], str]] = {
+        400: (BadRequestError, f"{subject} was refused as bad input: {detail}"),
+        403: (ForbiddenError, f"{subject} is not allowed: {detail}"),
+        404: (NotFoundError, f"{subject} was not found at {url}: {detail}"),
+        409: (ConflictError, f"{subject} cannot be changed: {detail}"),
+    }
+    cls, message = kinds.get(status, (ApiError, f"{subject} failed (HTTP {status}): {detail}"))
+    return cls(status, detail, message)
+
+
+def _auth_message(detail: str, url: str, key_source: str | None) -> str:
+    if key_source is None:
+        return (
+            f"{url} needs an API key: {detail}. Pass --api-key, set TINKER_API_KEY, "
+            "or store one with `tinker auth login`"
+        )
+    return f"the API key from {key_source} was refused by {url}: {detail}"

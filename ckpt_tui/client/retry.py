@@ -1,0 +1,167 @@
+"""Sending one API call with retries: jittered exponential backoff, `Retry-After`, and the
+rules that make retried writes safe.
+
+Retried: connection failures, 429 and 5xx, for every call (reads and the idempotent writes).
+A write whose earlier attempt may have been performed (5xx, or the connection dropped after
+the request went out) counts as done when a retry is answered "already so": 404 for a
+delete, 409 for publish/unpublish (see `Call.done_if_retried`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ckpt_tui.client.errors import (
+    ClientError,
+    ConnectionFailed,
+    Timeout,
+    api_error,
+    detail_of,
+)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry; `sleep` and `jitter` (0..1) are injectable."""
+
+    max_attempts: int = 4
+    base_delay: float = 0.25
+    max_delay: float = 4.0
+    max_retry_after: float = 30.0
+    sleep: Sleep = field(default=asyncio.sleep, compare=False)
+    jitter: Callable[[], float] = field(default=random.random, compare=False)
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number `retry` (1-based); a server hint wins, capped."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
+        return ceiling * (0.5 + 0.5 * self.jitter())
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API call: what to send, and how to talk about it in errors."""
+
+    method: str
+    path: str
+    subject: str
+    params: dict[str, Any] | None = None
+    body: Any = None
+    done_if_retried: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where calls go, for error messages: the URL shown to people and the key's source."""
+
+    display_url: str
+    key_source: str | None
+
+
+@dataclass
+class _Failure:
+    """A failed attempt: the error to raise if it is the last one, and what it implies."""
+
+    error: ClientError
+    retryable: bool
+    maybe_performed: bool
+    retry_after: float | None = None
+
+
+async def send_with_retries(
+    client: httpx.AsyncClient, call: Call, policy: RetryPolicy, target: Target
+) -> httpx.Response:
+    """Send `call`; return a 2xx answer (or a "done already" one); raise a ClientError."""
+    maybe_performed = False
+    for attempt in range(1, policy.max_attempts + 1):
+        result = await _attempt(client, call, target)
+        if isinstance(result, httpx.Response):
+            if result.is_success or (
+                maybe_performed and result.status_code in call.done_if_retried
+            ):
+                return result
+            result = _status_failure(result, call, target)
+        if not result.retryable or attempt == policy.max_attempts:
+            raise result.error
+        maybe_performed = maybe_performed or result.maybe_performed
+        await policy.sleep(policy.delay(attempt, result.retry_after))
+    raise AssertionError("unreachable: the loop returns or raises")
+
+
+async def _attempt(
+    client: httpx.AsyncClient, call: Call, target: Target
+) -> httpx.Response | _Failure:
+    try:
+        return await client.request(
+            call.method,
+            call.path,
+            params=call.params,
+            json=call.body,
+        )
+    except httpx.TransportError as exc:
+        return _transport_failure(exc, call, target)
+
+
+def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Failure:
+    status = response.status_code
+    retry_after = _retry_after(response) if status == 429 else None
+    error = api_error(
+        status,
+        detail_of(response.content, response.reason_phrase),
+        url=target.display_url,
+        subject=call.subject,
+        key_source=target.key_source,
+        retry_after=retry_after,
+    )
+    retryable = status == 429 or status >= 500
+    return _Failure(error, retryable, maybe_performed=status >= 500, retry_after=retry_after)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """`Retry-After` in seconds; the HTTP-date form is ignored (backoff applies instead)."""
+    try:
+        return float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+
+
+def _transport_failure(exc: httpx.TransportError, call: Call, target: Target) -> _Failure:
+    url = target.display_url
+    if isinstance(exc, httpx.ConnectTimeout):
+        message = f"could not connect to {url}: no answer to the connection attempt"
+        return _Failure(ConnectionFailed(message, detail=str(exc)), True, False)
+    if isinstance(exc, httpx.ConnectError):
+        message = f"could not connect to {url}: {_connect_reason(exc)}{_hint(url)}"
+        return _Failure(ConnectionFailed(message, detail=str(exc)), True, False)
+    if isinstance(exc, httpx.TimeoutException):
+        message = (
+            f"{url} did not answer {call.subject} in time ({type(exc).__name__}); "
+            "try again, or raise the timeout"
+        )
+        return _Failure(Timeout(message, detail=str(exc)), False, True)
+    message = f"the connection to {url} was lost during {call.subject}: {exc or type(exc).__name__}"
+    return _Failure(ConnectionFailed(message, detail=str(exc)), True, True)
+
+
+def _connect_reason(exc: httpx.ConnectError) -> str:
+    text = str(exc)
+    if "refused" in text.lower() or "all connection attempts failed" in text.lower():
+        return "connection refused"
+    return text or "connection failed"
+
+
+def _hint(url: str) -> str:
+    host = urlsplit(url).hostname or ""
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return " — is `ckpt-tui serve` running?"
+    return " — check the URL and your network"

@@ -1,0 +1,100 @@
+"""Load everything the views need from a backend and the training logs, into one snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
+from ckpt_tui.catalog import Catalog, build_catalog
+from ckpt_tui.client import CheckpointClient, ClientError
+from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
+
+Progress = Callable[[int, int], None]
+WEIGHTS_INFO_CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class LogDirSettings:
+    """Where to look for training logs: `--log-dir` folders, plus the cookbook's runs root."""
+
+    explicit: tuple[Path, ...] = ()
+    runs_root: Path | None = None
+
+    @classmethod
+    def from_args(
+        cls, log_dirs: Sequence[str | Path], environ: Mapping[str, str] | None = None
+    ) -> LogDirSettings:
+        env = os.environ if environ is None else environ
+        return cls(tuple(Path(p) for p in log_dirs), default_runs_root(env))
+
+    def discover(self) -> Discovery:
+        """Scan for log dirs (blocking file I/O: run it in a thread from async code)."""
+        return discover_log_dirs(list(self.explicit), self.runs_root)
+
+
+@dataclass
+class Snapshot:
+    """What the server and the logs said at one moment, joined."""
+
+    runs: list[TrainingRun]
+    checkpoints: list[Checkpoint]
+    discovery: Discovery
+    weights_info: dict[str, WeightsInfo] = field(default_factory=dict)
+    catalog: Catalog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Join again, e.g. after the log dirs were re-read."""
+        self.catalog = build_catalog(
+            self.runs, self.checkpoints, self.discovery.log_dirs, self.weights_info
+        )
+
+    @property
+    def problems(self) -> list[str]:
+        found = [f"{problem.path}: {problem.message}" for problem in self.discovery.problems]
+        return found + self.catalog.problems
+
+
+async def fetch_weights_info(
+    client: CheckpointClient, checkpoints: Sequence[Checkpoint]
+) -> dict[str, WeightsInfo]:
+    """One `weights_info` per run that has checkpoints of unknown size (for estimates).
+
+    A failure leaves that run to the facts in its TrainingRun; estimates are best effort.
+    """
+    first_unsized: dict[str, Checkpoint] = {}
+    for ckpt in checkpoints:
+        if ckpt.size_bytes is None:
+            first_unsized.setdefault(ckpt.run_id, ckpt)
+    gate = asyncio.Semaphore(WEIGHTS_INFO_CONCURRENCY)
+
+    async def one(ckpt: Checkpoint) -> tuple[str, WeightsInfo | None]:
+        async with gate:
+            try:
+                return ckpt.run_id, await client.weights_info(ckpt)
+            except ClientError:
+                return ckpt.run_id, None
+
+    found = await asyncio.gather(*(one(ckpt) for ckpt in first_unsized.values()))
+    return {run_id: info for run_id, info in found if info is not None}
+
+
+async def load_snapshot(
+    client: CheckpointClient, settings: LogDirSettings, on_progress: Progress | None = None
+) -> Snapshot:
+    """Runs, checkpoints (pages fetched concurrently) and log dirs, joined."""
+    discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+    try:
+        runs = await client.list_all_training_runs()
+        checkpoints = await client.list_all_checkpoints(on_progress=on_progress)
+        infos = await fetch_weights_info(client, checkpoints)
+    except BaseException:
+        discovery_task.cancel()
+        raise
+    return Snapshot(runs, checkpoints, await discovery_task, infos)

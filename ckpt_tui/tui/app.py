@@ -1,0 +1,70 @@
+"""The Textual app: holds the client, the clock and the settings; the screens do the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+
+import httpx
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.clock import SYSTEM_CLOCK, Clock
+from ckpt_tui.loader import LogDirSettings
+from ckpt_tui.logdirs import Metrics
+from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
+
+DEFAULT_POLL_SECONDS = 30.0
+LOG_CHECK_SECONDS = 2.0
+
+
+class CkptApp(App[None]):
+    """ckpt-tui: browse and act on checkpoints through the checkpoint REST API only."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ckpt-tui"
+
+    def __init__(
+        self,
+        backend: Backend,
+        log_settings: LogDirSettings,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        poll_interval: float = DEFAULT_POLL_SECONDS,
+        readonly: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+        log_check_interval: float = LOG_CHECK_SECONDS,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.log_settings = log_settings
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.readonly = readonly
+        self.log_check_interval = log_check_interval
+        self.metrics_cache: dict[str, Metrics] = {}
+        self._transport = transport
+        self._client: CheckpointClient | None = None
+
+    def get_client(self) -> CheckpointClient:
+        """The one client, made on first use (opening a local store can fail: ClientError)."""
+        if self._client is None:
+            self._client = CheckpointClient(self.backend, transport=self._transport)
+        return self._client
+
+    def get_default_screen(self) -> Screen[None]:
+        from ckpt_tui.tui.screens.main import MainScreen
+
+        return MainScreen()
+
+    async def on_unmount(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The palette lists every action of the key bindings, from the same definitions."""
+        yield from super().get_system_commands(screen)
+        for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):
+            title = f"{command.title} ({key_label(command)})"
+            yield SystemCommand(title, command.help, partial(screen.run_action, command.action))

@@ -1,0 +1,96 @@
+"""Every user action, defined once: it feeds the key bindings, the footer, help and the palette."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Command:
+    """One action the user can take, with the keys that run it."""
+
+    action: str
+    keys: str
+    title: str
+    help: str
+    footer: bool = True
+    key_display: str | None = None
+
+    def binding(self) -> Binding:
+        return Binding(
+            self.keys, self.action, self.title, show=self.footer, key_display=self.key_display
+        )
+
+
+BROWSE_COMMANDS: tuple[Command, ...] = (
+    Command("quit", "q", "Quit", "Leave ckpt-tui"),
+    Command("help", "question_mark", "Help", "Show every key", key_display="?"),
+    Command("filter", "slash", "Filter", "Filter rows by name, path and metadata", key_display="/"),
+    Command("cycle_sort", "s", "Sort", "Cycle the sort: created, size, expiry, name, metric"),
+    Command("reverse_sort", "S", "Reverse", "Reverse the sort order", footer=False),
+    Command("cycle_view", "v", "View", "Switch view: by run, all checkpoints, expiring soon"),
+    Command(
+        "view('runs')",
+        "1",
+        "By run",
+        "Show runs and the highlighted run's checkpoints",
+        footer=False,
+    ),
+    Command(
+        "view('all')",
+        "2",
+        "All checkpoints",
+        "Every checkpoint across runs, sortable",
+        footer=False,
+    ),
+    Command(
+        "view('expiring')",
+        "3",
+        "Expiring soon",
+        "Checkpoints expiring within the window",
+        footer=False,
+    ),
+    Command("cycle_window", "w", "Window", "Change the expiring-soon window", footer=False),
+    Command("cycle_metric", "m", "Metric", "Switch the metric column", footer=False),
+    Command("refresh", "r", "Refresh", "Reload runs and checkpoints from the backend"),
+    Command("copy_path", "c", "Copy path", "Copy the highlighted tinker path (OSC 52)"),
+)
+
+ACTION_COMMANDS: tuple[Command, ...] = (
+    Command(
+        "toggle_mark", "space", "Mark", "Mark or unmark the highlighted checkpoint", footer=False
+    ),
+    Command(
+        "mark_all", "ctrl+a", "Mark all", "Mark every checkpoint the filter shows", footer=False
+    ),
+    Command("clear_marks", "u", "Unmark", "Clear all marks", footer=False),
+    Command("publish", "p", "Publish", "Publish or unpublish the marked or highlighted"),
+    Command("ttl", "t", "TTL", "Set or extend the expiry of the marked or highlighted"),
+    Command("delete", "d", "Delete", "Delete the marked or highlighted, after confirmation"),
+    Command(
+        "retry_failed",
+        "R",
+        "Retry failed",
+        "Retry the items the last action failed on",
+        footer=False,
+    ),
+    Command(
+        "session_log", "L", "Log", "Show every action of this session and its outcome", footer=False
+    ),
+    Command("keep_policy", "k", "Keep policy", "Plan deletions by a keep policy"),
+)
+
+
+def bindings(commands: Iterable[Command]) -> list[Binding]:
+    """Bindings for the given commands."""
+    return [command.binding() for command in commands]
+
+
+def key_label(command: Command) -> str:
+    """The key as people type it: '?' rather than 'question_mark'."""
+    if command.key_display:
+        return command.key_display
+    return command.keys

@@ -1,0 +1,121 @@
+"""How runs and checkpoint rows become table cells: plain text plus a style name, never markup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import humanize
+
+from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.sizes import format_size, format_total
+from ckpt_tui.ttl import describe_expiry, expiry_state
+from ckpt_tui.tui.widgets import Cell, Column
+
+RUN_COLUMNS = (
+    Column("name", "Run", 18, flex=1),
+    Column("model", "Base model", 32),
+    Column("count", "Ckpts", 5, align="right"),
+    Column("size", "Size", 11, align="right"),
+    Column("expiry", "Next expiry", 14),
+    Column("missing", "Missing", 9),
+)
+NARROW_RUN_COLUMNS = ("model",)
+
+
+def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
+    """The checkpoint table's columns; the metric column is titled by its key."""
+    columns = [Column("name", "Checkpoint", 14, flex=2)]
+    if with_run:
+        columns.append(Column("run", "Run", 14, flex=1))
+    columns += [
+        Column("kind", "Kind", 7),
+        Column("step", "Step", 6, align="right"),
+        Column("epoch", "Ep", 3, align="right"),
+        Column("metric", (metric or "metric")[:10], 10, align="right"),
+        Column("size", "Size", 11, align="right"),
+        Column("created", "Created", 13),
+        Column("expires", "Expires", 16),
+        Column("public", "Pub", 3),
+        Column("flags", "Flags", 16),
+    ]
+    return columns
+
+
+NARROW_DROPS = ("created", "epoch", "public", "kind")
+"""Checkpoint columns dropped, in this order, until the table fits the terminal."""
+
+
+def fit_columns(columns: list[Column], width: int) -> list[Column]:
+    """Drop the least useful columns until the minimum widths fit `width`."""
+    chosen = list(columns)
+    for key in NARROW_DROPS:
+        if minimum_width(chosen) <= width:
+            break
+        chosen = [column for column in chosen if column.key != key]
+    return chosen
+
+
+def minimum_width(columns: Sequence[Column]) -> int:
+    return 2 + sum(column.width + 1 for column in columns)
+
+
+def format_created(created: datetime | None, now: datetime) -> str:
+    if created is None:
+        return "-"
+    return str(humanize.naturaltime(now - created))
+
+
+def expiry_cell(expires_at: datetime | None, now: datetime, missing: bool = False) -> Cell:
+    """'in 3 days', red under 24 h; 'never'; 'expired'."""
+    if missing:
+        return Cell("-")
+    state = expiry_state(expires_at, now)
+    style = {"soon": "error", "expired": "error", "never": "dim"}.get(state)
+    text = "expired" if state == "expired" else describe_expiry(expires_at, now)
+    return Cell(text, style)
+
+
+def metric_text(row: CheckpointRow, metric: str | None) -> str:
+    value = None if metric is None else row.metrics.get(metric)
+    return "" if value is None else f"{value:.4g}"
+
+
+def checkpoint_cells(
+    row: CheckpointRow, metric: str | None, now: datetime, keys: Sequence[str]
+) -> list[Cell]:
+    """The cells of one checkpoint row, for the columns named by `keys`."""
+    values = {
+        "name": Cell(row.name, "bold" if row.final else None),
+        "run": Cell(row.run_name),
+        "kind": Cell(row.kind),
+        "step": Cell("" if row.step is None else str(row.step)),
+        "epoch": Cell("" if row.epoch is None else str(row.epoch)),
+        "metric": Cell(metric_text(row, metric)),
+        "size": Cell("-" if row.is_missing else format_size(row.size)),
+        "created": Cell(format_created(row.created, now)),
+        "expires": expiry_cell(row.expires_at, now, row.is_missing),
+        "public": Cell("yes" if row.public else "", "success" if row.public else None),
+        "flags": flags_cell(row),
+    }
+    return [values[key] for key in keys]
+
+
+def flags_cell(row: CheckpointRow) -> Cell:
+    words = [word for word in row.flags() if word != "public"]
+    style = "warning" if row.is_missing else ("accent" if row.resume_point else None)
+    return Cell(" ".join(words), style)
+
+
+def run_cells(run: RunSummary, now: datetime, keys: Sequence[str]) -> list[Cell]:
+    model = run.base_model + (f" r{run.lora_rank}" if run.lora_rank else "")
+    soonest = run.soonest_expiry
+    values = {
+        "name": Cell(run.display_name),
+        "model": Cell(model),
+        "count": Cell(str(len(run.stored_rows))),
+        "size": Cell(format_total(run.size)),
+        "expiry": expiry_cell(soonest, now) if soonest else Cell("-", "dim"),
+        "missing": Cell(f"⚠ {run.missing_count}", "warning") if run.missing_count else Cell(""),
+    }
+    return [values[key] for key in keys]

@@ -1,0 +1,309 @@
+"""The main screen: runs, checkpoints and details, in three switchable views."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.client import ClientError
+from ckpt_tui.loader import Snapshot
+from ckpt_tui.logdirs import Metrics
+from ckpt_tui.tui import render
+from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
+from ckpt_tui.tui.loading import load_progressively, refresh_log_dirs
+from ckpt_tui.tui.state import BrowseState, current_metric, next_metric, visible_rows, visible_runs
+from ckpt_tui.tui.status import header_text, status_text
+from ckpt_tui.tui.widgets import Cell, FastTable
+from ckpt_tui.tui.widgets.details import DetailsPane
+
+if TYPE_CHECKING:
+    from ckpt_tui.tui.app import CkptApp
+
+SHORT = 30
+
+
+class BrowseScreen(Screen[None]):
+    """Browse runs and checkpoints; the actions screen extends this with changes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *bindings(BROWSE_COMMANDS),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = BrowseState()
+        self.snapshot: Snapshot | None = None
+        self.error: str | None = None
+        self.progress: tuple[int, int] | None = None
+        self.fetching = False
+        self.metric_key: str | None = None
+
+    @property
+    def ckpt_app(self) -> CkptApp:
+        from ckpt_tui.tui.app import CkptApp
+
+        assert isinstance(self.app, CkptApp)
+        return self.app
+
+    @property
+    def catalog(self) -> Catalog | None:
+        return None if self.snapshot is None else self.snapshot.catalog
+
+    # --- layout ------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="header-line")
+        with Vertical(id="body"):
+            yield FastTable[RunSummary](
+                render.RUN_COLUMNS,
+                lambda run: self.run_cells(run),
+                lambda run: run.run_id,
+                id="runs",
+            )
+            with Vertical(id="lower"):
+                yield FastTable[CheckpointRow](
+                    render.checkpoint_columns(None, False),
+                    lambda row: self.checkpoint_cells(row),
+                    lambda row: row.tinker_path,
+                    row_style=lambda row: "dim" if row.is_missing else None,
+                    id="checkpoints",
+                )
+                yield DetailsPane(id="details")
+        yield Input(
+            id="filter", placeholder="filter by name, path or metadata; enter keeps it, esc clears"
+        )
+        yield Static(id="status-line")
+        yield Footer()
+
+    @property
+    def runs_table(self) -> FastTable[RunSummary]:
+        return self.query_one("#runs", FastTable)
+
+    @property
+    def checkpoints_table(self) -> FastTable[CheckpointRow]:
+        return self.query_one("#checkpoints", FastTable)
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.checkpoints_table.focus()
+        self.update_chrome()
+        self.load()
+        interval = self.ckpt_app.poll_interval
+        if interval > 0:
+            self.set_interval(interval, self.poll_server)
+        self.set_interval(self.ckpt_app.log_check_interval, self.watch_log_dirs)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.height < SHORT, "-narrow")
+        self.refresh_views()
+
+    # --- cells -------------------------------------------------------------------------------
+    def run_cells(self, run: RunSummary) -> list[Cell]:
+        keys = [column.key for column in self.runs_table.columns]
+        return render.run_cells(run, self.ckpt_app.clock.now(), keys)
+
+    def checkpoint_cells(self, row: CheckpointRow) -> list[Cell]:
+        keys = [column.key for column in self.checkpoints_table.columns]
+        return render.checkpoint_cells(row, self.metric_key, self.ckpt_app.clock.now(), keys)
+
+    # --- loading -----------------------------------------------------------------------------
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        """Fetch everything; the screen fills in as pages arrive and never blocks on the network."""
+        self.fetching, self.progress = True, None
+        self.update_chrome()
+        try:
+            client = self.ckpt_app.get_client()
+            snapshot = await load_progressively(
+                client, self.ckpt_app.log_settings, self.on_progress, self.apply_snapshot
+            )
+        except ClientError as exc:
+            self.show_error(exc.message)
+        else:
+            self.error = None
+            self.apply_snapshot(snapshot)
+        finally:
+            self.fetching = False
+            self.update_chrome()
+
+    def on_progress(self, loaded: int, total: int) -> None:
+        self.progress = (loaded, total)
+        self.update_chrome()
+
+    def show_error(self, message: str) -> None:
+        self.error = message
+        hint = "Press r to retry."
+        if self.snapshot is None:
+            self.checkpoints_table.empty_message = f"{message}\n{hint}"
+            self.runs_table.empty_message = "No runs: the backend could not be reached."
+        self.notify(f"{message}\n{hint}", title="Backend error", severity="error", markup=False)
+
+    def apply_snapshot(self, snapshot: Snapshot) -> None:
+        """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
+        self.snapshot = snapshot
+        if self.state.run_id is None or snapshot.catalog.run(self.state.run_id) is None:
+            self.state.run_id = snapshot.catalog.runs[0].run_id if snapshot.catalog.runs else None
+        self.checkpoints_table.empty_message = "No checkpoints here."
+        self.runs_table.empty_message = "No runs."
+        self.refresh_views()
+
+    def poll_server(self) -> None:
+        if not self.fetching:
+            self.load()
+
+    @work(exclusive=True, group="logs", thread=True)
+    def watch_log_dirs(self) -> None:
+        """Re-read training logs that grew (a run writing checkpoints right now)."""
+        snapshot = self.snapshot
+        if snapshot is not None and not self.fetching and refresh_log_dirs(snapshot):
+            self.app.call_from_thread(self.refresh_views)
+
+    # --- showing -----------------------------------------------------------------------------
+    def refresh_views(self) -> None:
+        """Recompute what every pane shows from the snapshot and the browse state."""
+        catalog = self.catalog
+        runs_table, table = self.runs_table, self.checkpoints_table
+        runs_table.display = self.state.view == "runs"
+        if catalog is not None:
+            self.metric_key = current_metric(catalog, self.state)
+            runs_table.set_rows(visible_runs(catalog, self.state))
+            columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
+            table.set_columns(render.fit_columns(columns, max(table.size.width, 40)))
+            table.set_rows(visible_rows(catalog, self.state, self.ckpt_app.clock.now()))
+            indicator = None if self.state.view == "expiring" else self.state.sort.key
+            table.set_sort_indicator(
+                "metric" if indicator == "metric" else indicator, self.state.sort.reverse
+            )
+        self.update_details()
+        self.update_chrome()
+
+    def update_chrome(self) -> None:
+        """The header line (totals) and the status line (view, marks, progress, errors)."""
+        now = self.ckpt_app.clock.now()
+        backend = self.ckpt_app.backend.describe()
+        self.query_one("#header-line", Static).update(header_text(backend, self.catalog, now))
+        status = status_text(self, now)
+        self.query_one("#status-line", Static).update(status)
+
+    def update_details(self) -> None:
+        row = self.checkpoints_table.cursor_value
+        catalog = self.catalog
+        run = catalog.run(row.run_id) if (catalog and row) else None
+        metrics = self.cached_metrics(run)
+        pane = self.query_one(DetailsPane)
+        pane.show(row, run, self.ckpt_app.clock.now(), metrics)
+        if run is not None and run.log_dir is not None and metrics is None:
+            self.read_metrics(run)
+
+    def cached_metrics(self, run: RunSummary | None) -> Metrics | None:
+        if run is None or run.log_dir is None:
+            return None
+        return self.ckpt_app.metrics_cache.get(str(run.log_dir.path))
+
+    @work(group="metrics", thread=True)
+    def read_metrics(self, run: RunSummary) -> None:
+        """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
+        assert run.log_dir is not None
+        metrics = run.log_dir.metrics
+        self.ckpt_app.metrics_cache[str(run.log_dir.path)] = metrics
+        self.app.call_from_thread(self.update_details)
+
+    # --- events ------------------------------------------------------------------------------
+    @on(FastTable.Highlighted, "#runs")
+    def run_highlighted(self, event: FastTable.Highlighted) -> None:
+        run = event.row
+        if isinstance(run, RunSummary) and run.run_id != self.state.run_id:
+            self.state.run_id = run.run_id
+            self.refresh_views()
+
+    @on(FastTable.Highlighted, "#checkpoints")
+    def checkpoint_highlighted(self) -> None:
+        self.update_details()
+
+    @on(FastTable.MarksChanged, "#checkpoints")
+    def marks_changed(self) -> None:
+        self.update_chrome()
+
+    @on(Input.Changed, "#filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        self.state.filter_text = event.value
+        self.refresh_views()
+
+    @on(Input.Submitted, "#filter")
+    def filter_submitted(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.checkpoints_table.focus()
+
+    # --- actions -----------------------------------------------------------------------------
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_help(self) -> None:
+        from ckpt_tui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if not box.display and not self.state.filter_text:
+            return
+        box.value = ""
+        box.display = False
+        self.state.filter_text = ""
+        self.checkpoints_table.focus()
+        self.refresh_views()
+
+    def action_cycle_sort(self) -> None:
+        self.state.sort = self.state.sort.cycled()
+        self.refresh_views()
+
+    def action_reverse_sort(self) -> None:
+        self.state.sort = self.state.sort.flipped()
+        self.refresh_views()
+
+    def action_cycle_view(self) -> None:
+        self.state.cycle_view()
+        self.after_view_change()
+
+    def action_view(self, name: str) -> None:
+        if name in ("runs", "all", "expiring"):
+            self.state.view = name  # type: ignore[assignment]
+            self.after_view_change()
+
+    def after_view_change(self) -> None:
+        self.refresh_views()
+        self.checkpoints_table.focus()
+
+    def action_cycle_window(self) -> None:
+        self.state.cycle_window()
+        if self.state.view != "expiring":
+            self.state.view = "expiring"
+        self.refresh_views()
+
+    def action_cycle_metric(self) -> None:
+        if self.catalog is not None:
+            self.state.metric = next_metric(self.catalog, self.state)
+            self.refresh_views()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def action_copy_path(self) -> None:
+        row = self.checkpoints_table.cursor_value
+        if row is None:
+            self.notify("No checkpoint highlighted.", severity="warning")
+            return
+        self.app.copy_to_clipboard(row.tinker_path)
+        self.notify(f"Copied {row.tinker_path}", markup=False)

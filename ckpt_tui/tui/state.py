@@ -1,0 +1,117 @@
+"""What the browse screen shows, as plain data: view, filter, sort, metric and window.
+
+No Textual here: the screen keeps one `BrowseState` and asks it for the rows to show.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.catalog.query import (
+    EXPIRING_WINDOWS,
+    VIEWS,
+    Sort,
+    ViewName,
+    describe_window,
+    expiring_rows,
+    filter_rows,
+    sort_rows,
+)
+
+
+@dataclass
+class BrowseState:
+    """The user's choices; they survive refreshes."""
+
+    view: ViewName = "runs"
+    filter_text: str = ""
+    sort: Sort = field(default_factory=Sort)
+    metric: str | None = None
+    window_index: int = 0
+    run_id: str | None = None
+
+    @property
+    def window(self) -> timedelta:
+        return EXPIRING_WINDOWS[self.window_index]
+
+    def cycle_view(self) -> None:
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+
+    def cycle_window(self) -> None:
+        self.window_index = (self.window_index + 1) % len(EXPIRING_WINDOWS)
+
+    def describe(self) -> str:
+        """'By run · sort created ↑ · filter "abc"' for the status line."""
+        parts = {
+            "runs": "By run",
+            "all": "All checkpoints",
+            "expiring": f"Expiring within {describe_window(self.window)}",
+        }
+        words = [parts[self.view]]
+        words.append("soonest first" if self.view == "expiring" else f"sort {self.sort.describe()}")
+        if self.filter_text:
+            words.append(f"filter “{self.filter_text}”")
+        return " · ".join(words)
+
+
+def visible_runs(catalog: Catalog, state: BrowseState) -> list[RunSummary]:
+    """Runs with at least one row the filter keeps (all runs when there is no filter)."""
+    if not state.filter_text:
+        return list(catalog.runs)
+    needle = state.filter_text.strip().lower()
+    return [
+        run
+        for run in catalog.runs
+        if needle in run.display_name.lower() or filter_rows(run.rows, needle)
+    ]
+
+
+def visible_rows(catalog: Catalog, state: BrowseState, now: datetime) -> list[CheckpointRow]:
+    """The checkpoint table's rows for the current view, filtered and ordered."""
+    if state.view == "runs":
+        run = catalog.run(state.run_id) if state.run_id else None
+        rows = run.rows if run else []
+    else:
+        rows = catalog.rows
+    rows = filter_rows(rows, state.filter_text)
+    if state.view == "expiring":
+        return expiring_rows(rows, now, state.window)
+    return sort_rows(rows, current_sort(catalog, state))
+
+
+def metric_choices(catalog: Catalog) -> list[str]:
+    """Every metric key, most common first-choice keys first."""
+    firsts = Counter(run.metric_keys[0] for run in catalog.runs if run.metric_keys)
+    ordered = [key for key, _ in firsts.most_common()]
+    for run in catalog.runs:
+        ordered += [key for key in run.metric_keys if key not in ordered]
+    return ordered
+
+
+def current_metric(catalog: Catalog, state: BrowseState) -> str | None:
+    """The metric column's key: the user's choice, else the run's (or catalog's) first."""
+    if state.metric is not None:
+        return state.metric
+    if state.view == "runs" and state.run_id:
+        run = catalog.run(state.run_id)
+        if run and run.metric_keys:
+            return run.metric_keys[0]
+    choices = metric_choices(catalog)
+    return choices[0] if choices else None
+
+
+def current_sort(catalog: Catalog, state: BrowseState) -> Sort:
+    if state.sort.key != "metric":
+        return state.sort
+    return Sort("metric", state.sort.reverse, current_metric(catalog, state))
+
+
+def next_metric(catalog: Catalog, state: BrowseState) -> str | None:
+    choices = metric_choices(catalog)
+    if not choices:
+        return None
+    now = current_metric(catalog, state)
+    return choices[(choices.index(now) + 1) % len(choices)] if now in choices else choices[0]

@@ -1,0 +1,134 @@
+"""A real ASGI app that wraps another (the real server) and injects faults, for tests and
+benchmarks.
+
+    faulty = FaultyApp(create_app(store, sweep_interval=None))
+    faulty.fail_first(2, path="/api/v1/checkpoints", status=503)
+    faulty.fail_first(1, status=429, retry_after=1)
+    faulty.fail_names({"0003"})                 # checkpoints named 0003 always answer 500
+    faulty.drop_response(1, method="DELETE")    # perform the delete, then answer 503
+    faulty.delay = 0.05                         # every request waits 50 ms first
+
+Rules match on method (None = any) and on a substring of the request path. `requests` logs
+every `(method, path)` seen, so tests can count attempts; `headers` logs each request's headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_CHECKPOINT_NAME = re.compile(r"/checkpoints/[a-z_]+/([^/]+)")
+
+
+@dataclass
+class _Rule:
+    """Answer `status` to the next `remaining` matching requests (optionally after acting)."""
+
+    remaining: int
+    status: int
+    method: str | None
+    path: str
+    retry_after: float | None = None
+    perform_first: bool = False
+
+    def take(self, method: str, path: str) -> bool:
+        if self.remaining <= 0 or self.path not in path:
+            return False
+        if self.method is not None and self.method != method:
+            return False
+        self.remaining -= 1
+        return True
+
+
+class FaultyApp:
+    """Forwards to `app`, except where a configured fault applies."""
+
+    def __init__(self, app: ASGIApp, delay: float = 0.0) -> None:
+        self.app = app
+        self.delay = delay
+        self.failing_names: set[str] = set()
+        self.failing_status = 500
+        self.requests: list[tuple[str, str]] = []
+        self.headers: list[dict[str, str]] = []
+        self._rules: list[_Rule] = []
+
+    def fail_first(
+        self,
+        count: int,
+        *,
+        status: int = 503,
+        path: str = "/api/v1/",
+        method: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """The next `count` matching requests get `status` without reaching the server."""
+        self._rules.append(_Rule(count, status, method, path, retry_after))
+
+    def drop_response(
+        self, count: int, *, status: int = 503, path: str = "/api/v1/", method: str | None = None
+    ) -> None:
+        """The next `count` matching requests are performed, but answered `status`."""
+        self._rules.append(_Rule(count, status, method, path, perform_first=True))
+
+    def fail_names(self, names: set[str], status: int = 500) -> None:
+        """Every request about a checkpoint whose name is in `names` answers `status`."""
+        self.failing_names = set(names)
+        self.failing_status = status
+
+    def count(self, method: str | None = None, path: str = "") -> int:
+        """How many requests so far matched `method` (None = any) and contain `path`."""
+        return sum(1 for m, p in self.requests if (method is None or m == method) and path in p)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method, path = str(scope["method"]), str(scope["path"])
+        self.requests.append((method, path))
+        self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
+        rule = next((r for r in self._rules if r.take(method, path)), None)
+        if rule is not None:
+            if rule.perform_first:
+                await self.app(scope, receive, _discard)
+            await _answer(send, rule.status, f"injected fault {rule.status}", rule.retry_after)
+            return
+        match = _CHECKPOINT_NAME.search(path)
+        if match and match.group(1) in self.failing_names:
+            detail = f"injected failure for checkpoint {match.group(1)}"
+            await _answer(send, self.failing_status, detail, None)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _discard(message: Message) -> None:
+    """A `send` that drops the real answer (the action was still performed)."""
+
+
+async def _answer(send: Send, status: int, detail: str, retry_after: float | None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers: list[tuple[bytes, bytes]] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if retry_after is not None:
+        headers.append((b"retry-after", f"{retry_after:g}".encode()))
+    start: dict[str, Any] = {"type": "http.response.start", "status": status, "headers": headers}
+    await send(start)
+    await send({"type": "http.response.body", "body": body})
+
+
+class RecordedSleeps:
+    """A `RetryPolicy.sleep` that returns at once and records what it was asked to wait."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)

@@ -1,0 +1,91 @@
+"""Whole lists: concurrent pages, server order, no duplicates, progress."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.store import Store
+from tests.support.seed import seed_store
+
+PAGE = 40
+
+
+@pytest.fixture
+def made(store: Store) -> list[str]:
+    """250 checkpoints over 5 runs; their tinker paths, newest first (the server's order)."""
+    pairs = seed_store(store, runs=5, per_run=50)
+    return [f"tinker://{run}/{cid}" for run, cid in reversed(pairs)]
+
+
+@pytest.fixture
+async def client(server_url: str) -> AsyncIterator[CheckpointClient]:
+    async with CheckpointClient(Backend.remote(server_url)) as opened:
+        yield opened
+
+
+async def test_all_checkpoints_in_order_without_duplicates(
+    client: CheckpointClient, made: list[str]
+) -> None:
+    progress: list[tuple[int, int]] = []
+    listed = await client.list_all_checkpoints(
+        page_size=PAGE,
+        concurrency=3,
+        on_progress=lambda done, total: progress.append((done, total)),
+    )
+    assert [c.tinker_path for c in listed] == made
+    assert len(progress) == 7  # ceil(250 / 40) pages
+    assert progress[0] == (PAGE, 250)
+    assert progress[-1] == (250, 250)
+    assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+
+
+async def test_pages_arrive_with_their_offsets(client: CheckpointClient, made: list[str]) -> None:
+    pages = [page async for page in client.iter_checkpoint_pages(page_size=PAGE)]
+    assert pages[0].offset == 0
+    assert sorted(page.offset for page in pages) == list(range(0, 250, PAGE))
+    for page in pages:
+        assert [c.tinker_path for c in page.items] == made[page.offset : page.offset + PAGE]
+
+
+async def test_items_shifting_between_pages_give_no_duplicates(
+    client: CheckpointClient, store: Store, made: list[str]
+) -> None:
+    added: list[bool] = []
+
+    def add_newest_after_first_page(done: int, total: int) -> None:
+        # A new checkpoint lands at the front: every later page is shifted by one.
+        if not added:
+            store.add_checkpoint("run-000", "weights/9999", {"adapter.bin": b"x"})
+            added.append(True)
+
+    listed = await client.list_all_checkpoints(
+        page_size=PAGE, on_progress=add_newest_after_first_page
+    )
+    paths = [c.tinker_path for c in listed]
+    assert len(paths) == len(set(paths))
+    assert set(made) <= set(paths)
+    assert paths[: len(made)] == made
+
+
+async def test_all_training_runs(client: CheckpointClient, made: list[str]) -> None:
+    one_page = await client.list_training_runs(limit=100)
+    every = await client.list_all_training_runs(page_size=2, concurrency=2)
+    assert [run.training_run_id for run in every] == [run.training_run_id for run in one_page.items]
+    assert len(every) == 5
+
+
+async def test_empty_store_lists_nothing(client: CheckpointClient) -> None:
+    progress: list[tuple[int, int]] = []
+    listed = await client.list_all_checkpoints(
+        page_size=PAGE, on_progress=lambda done, total: progress.append((done, total))
+    )
+    assert listed == []
+    assert progress == [(0, 0)]
+
+
+async def test_bad_page_size_is_refused(client: CheckpointClient) -> None:
+    with pytest.raises(ValueError, match="page_size"):
+        await client.list_all_checkpoints(page_size=0)
