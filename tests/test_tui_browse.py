@@ -10,14 +10,23 @@ from typing import Any
 
 import pytest
 
-from ckpt_tui.catalog import RowState
+from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.help import help_text
 from tests.demo_fixture import ServedDemo, served_demo
 from tests.faulty_app import FaultyApp
-from tests.tui_support import checkpoints, make_app, runs, screen_of, screen_text, settle, shown
+from tests.tui_support import (
+    checkpoints,
+    make_app,
+    runs,
+    screen_of,
+    screen_text,
+    settle,
+    shown,
+    sort_key,
+)
 
 
 @pytest.fixture
@@ -102,8 +111,8 @@ async def test_filter_matches_metadata_and_runs_pane_follows(demo: ServedDemo) -
         assert {row.state for row in shown(app)} == {RowState.UNTRACKED}
 
 
-def sizes_of(app_rows: list[object]) -> list[int]:
-    return [row.size.bytes for row in app_rows if row.size.bytes is not None]  # type: ignore[attr-defined]
+def sizes_of(rows: list[CheckpointRow]) -> list[int]:
+    return [row.size.bytes for row in rows if row.size.bytes is not None]
 
 
 async def test_each_sort_and_reverse(demo: ServedDemo) -> None:
@@ -112,23 +121,22 @@ async def test_each_sort_and_reverse(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("2")
         await settle(pilot)
-        state = screen_of(app).state
         created = [row.created for row in shown(app) if row.created is not None]
-        assert state.sort.key == "created" and created == sorted(created)
+        assert sort_key(app) == "created" and created == sorted(created)
         await pilot.press("s")
-        assert state.sort.key == "size"
+        assert sort_key(app) == "size"
         assert sizes_of(shown(app)) == sorted(sizes_of(shown(app)))
         await pilot.press("S")
         assert sizes_of(shown(app)) == sorted(sizes_of(shown(app)), reverse=True)
         await pilot.press("S", "s")
         expiries = [row.expires_at for row in shown(app) if row.expires_at is not None]
-        assert state.sort.key == "expiry" and expiries == sorted(expiries)
+        assert sort_key(app) == "expiry" and expiries == sorted(expiries)
         await pilot.press("s")
         names = [(row.run_name.lower(), row.name.lower()) for row in shown(app)]
-        assert state.sort.key == "name" and names == sorted(names)
+        assert sort_key(app) == "name" and names == sorted(names)
         await pilot.press("s")
         losses = [row.metrics["eval_loss"] for row in shown(app) if "eval_loss" in row.metrics]
-        assert state.sort.key == "metric" and losses == sorted(losses)
+        assert sort_key(app) == "metric" and losses == sorted(losses)
         assert "eval_loss" not in shown(app)[-1].metrics  # rows without the metric go last
 
 

@@ -13,7 +13,7 @@ from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.browse import BrowseScreen
+from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.widgets import FastTable
 
 
@@ -25,15 +25,22 @@ def make_app(url: str, logs: Path, clock: FixedClock, **options: object) -> Ckpt
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Wait until every worker is done and the screen has caught up."""
+    """Wait until every worker is done and the screen has caught up.
+
+    Not while a dialog is open: the worker that opened it waits for its answer.
+    """
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 
 
-def screen_of(app: CkptApp) -> BrowseScreen:
+def screen_of(app: CkptApp) -> MainScreen:
     screen = app.screen
-    assert isinstance(screen, BrowseScreen)
+    assert isinstance(screen, MainScreen)
     return screen
+
+
+def sort_key(app: CkptApp) -> str:
+    return screen_of(app).state.sort.key
 
 
 def checkpoints(app: CkptApp) -> FastTable[CheckpointRow]:

@@ -1,16 +1,176 @@
-"""STUB: `ckpt-tui serve STORE` (the server helper replaces this)."""
+"""`ckpt-tui serve STORE`: serve a local checkpoint store over the Tinker checkpoint REST API."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from types import FrameType
 from typing import Any
+
+API_KEY_ENV = "CKPT_TUI_API_KEY"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8750
+USAGE_ERROR = 2
+
+DESCRIPTION = f"""\
+Serve the checkpoint store in folder STORE (created if missing) over the Tinker checkpoint
+REST API, so the official `tinker` CLI/SDK and `ckpt-tui` can browse and manage it.
+
+Without an API key the server only binds to a loopback address. With one (--api-key, or the
+environment variable {API_KEY_ENV}), every call but GET /api/v1/healthz must send it in the
+X-API-Key header. The tinker SDK only accepts keys that start with "tml-".
+A STORE folder that is not writable is refused: the server must be able to delete expired
+checkpoints. Stop the server with Ctrl-C.
+"""
 
 
 def register(subparsers: Any) -> None:
-    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help="serve a local store")
-    parser.add_argument("store")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve a local checkpoint store over the Tinker REST API",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("store", metavar="STORE", help="the store's folder")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port, 0 = any free one ({DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help=f"key every client must send (default: ${API_KEY_ENV}; none = no auth, loopback only)",
+    )
     parser.set_defaults(func=run)
 
 
+class ServeError(Exception):
+    """A refusal to start, with the message to print."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and any 127.0.0.0/8 or ::1 address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_key(flag: str | None) -> tuple[str | None, str]:
+    """The key to require and how to show it: from the flag, else the environment, else none."""
+    if flag is not None:
+        return (flag or None), "<the key given to --api-key>"
+    from_env = os.environ.get(API_KEY_ENV) or None
+    return from_env, f"${API_KEY_ENV}"
+
+
+def prepare_store_dir(raw: str) -> Path:
+    """Create STORE if missing; refuse a non-folder or an unwritable folder."""
+    path = Path(raw).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ServeError(f"STORE {path} exists and is not a folder: give a folder path")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ServeError(f"cannot create STORE folder {path}: {exc.strerror}") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ServeError(f"STORE folder {path} is not writable: fix its permissions")
+    return path
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind now, so a busy port is a clear error before anything else starts.
+
+    The explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on each connection; without it
+    every small answer waits ~40 ms for a delayed ACK.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def client_url(sock: socket.socket) -> str:
+    """The URL a client on this machine uses; a wildcard bind is reached through loopback."""
+    host, port = sock.getsockname()[:2]
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def start_line(sock: socket.socket, store: Path, api_key: str | None, key_hint: str) -> str:
+    """The one line printed on start: where, what, auth, and how to point `tinker` at it."""
+    url = client_url(sock)
+    host, port = sock.getsockname()[:2]
+    where = url if host in url else f"{url} (listening on {host}:{port})"
+    auth = "on (X-API-Key)" if api_key else "off (loopback only)"
+    env_key = key_hint if api_key else "tml-local"
+    return (
+        f"ckpt-tui serving {where} | store {store} | auth {auth} | "
+        f"use: TINKER_BASE_URL={url} TINKER_API_KEY={env_key} tinker checkpoint list"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    """Check the arguments, then serve until Ctrl-C."""
+    api_key, key_hint = resolve_api_key(args.api_key)
+    try:
+        if not api_key and not is_loopback(args.host):
+            raise ServeError(
+                f"refusing to serve on non-loopback host {args.host} without an API key: "
+                f"pass --api-key KEY (or set {API_KEY_ENV}), or use --host 127.0.0.1"
+            )
+        root = prepare_store_dir(args.store)
+        sock = bind_socket(args.host, args.port)
+    except ServeError as exc:
+        print(f"ckpt-tui serve: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    if api_key and not api_key.startswith("tml-"):
+        print(
+            "ckpt-tui serve: note: the tinker SDK only sends keys starting with 'tml-'",
+            file=sys.stderr,
+        )
+    return serve_forever(root, sock, api_key, key_hint)
+
+
+def serve_forever(root: Path, sock: socket.socket, api_key: str | None, key_hint: str) -> int:
+    """Open the store, run uvicorn on `sock` until a signal, close the store."""
+    import uvicorn
+
+    from ckpt_tui.server import create_app
+    from ckpt_tui.store import Store, StoreError
+
+    try:
+        store = Store.open(root)
+    except (StoreError, OSError) as exc:
+        sock.close()
+        print(f"ckpt-tui serve: error: cannot open store {root}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    previous_term = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        config = uvicorn.Config(create_app(store, api_key=api_key), log_level="warning")
+        print(start_line(sock, root, api_key, key_hint), flush=True)
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn already shut down gracefully, then re-raised the signal
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        store.close()
+        sock.close()
+    return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Turn the SIGTERM uvicorn re-raises after its graceful stop into a clean exit."""
+    raise KeyboardInterrupt

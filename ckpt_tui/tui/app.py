@@ -14,6 +14,7 @@ from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
+from ckpt_tui.tui.session_log import SessionLog
 
 DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
@@ -44,6 +45,7 @@ class CkptApp(App[None]):
         self.readonly = readonly
         self.log_check_interval = log_check_interval
         self.metrics_cache: dict[str, Metrics] = {}
+        self.session_log = SessionLog()
         self._transport = transport
         self._client: CheckpointClient | None = None
 

@@ -14,7 +14,7 @@ LogItem = tuple[str, bool, str]
 
 @dataclass
 class LogEntry:
-    """One action over some checkpoints, e.g. action "delete", summary "Deleted 38 of 40; 2 failed"."""
+    """One action over some checkpoints: action "delete", summary "Deleted 38 of 40; 2 failed"."""
 
     at: datetime
     action: str

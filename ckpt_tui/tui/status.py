@@ -50,6 +50,9 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     if screen.fetching:
         loaded = screen.progress
         extras.append(f"{loaded[0]:,} of {loaded[1]:,} loaded" if loaded else "Loading…")
+    bulk = getattr(screen, "bulk_progress", "")
+    if bulk:
+        extras.append(bulk)
     marked = marked_text(screen)
     if marked:
         extras.append(marked)

@@ -1,9 +1,208 @@
-"""The screen the app opens on: browsing plus the actions that change checkpoints."""
+"""The screen the app opens on: browsing plus the actions that change checkpoints.
+
+Every change goes through the REST client; nothing here touches a file. A view changes only
+when the server has confirmed it.
+"""
 
 from __future__ import annotations
 
+import time
+from typing import ClassVar
+
+from textual import work
+from textual.binding import BindingType
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.client import Outcome
+from ckpt_tui.loader import Snapshot
+from ckpt_tui.tui.bulk import BulkAction, actionable, patch_checkpoints
+from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings
 from ckpt_tui.tui.screens.browse import BrowseScreen
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.publish_dialog import PublishDialog
+from ckpt_tui.tui.screens.session_log import SessionLogScreen
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
+from ckpt_tui.tui.session_log import LogEntry
+from ckpt_tui.tui.widgets import Cell
+
+PATCH_EVERY = 0.3
+"""Seconds between view updates while a bulk action's results arrive."""
 
 
 class MainScreen(BrowseScreen):
     """Browse runs and checkpoints, and (unless read-only) publish, set TTLs and delete."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*BrowseScreen.BINDINGS, *bindings(ACTION_COMMANDS)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: dict[str, str] = {}
+        self.last_action: BulkAction | None = None
+        self.running: BulkAction | None = None
+        self.bulk_progress = ""
+
+    # --- what an action applies to ----------------------------------------------------------
+    def targets(self) -> list[CheckpointRow]:
+        """The marked checkpoints, else the highlighted one."""
+        catalog = self.catalog
+        marks = self.checkpoints_table.marks
+        if catalog is not None and marks:
+            return [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
+        row = self.checkpoints_table.cursor_value
+        return [] if row is None else [row]
+
+    def can_change(self, verb: str) -> bool:
+        """False (after telling the user why) in read-only mode or while an action runs."""
+        if self.ckpt_app.readonly:
+            self.notify(
+                f"Read-only mode: {verb} is off. Start ckpt-tui without --readonly to change "
+                "checkpoints.",
+                severity="warning",
+            )
+            return False
+        if self.running is not None:
+            self.notify("Another action is still running; wait for it to finish.")
+            return False
+        return True
+
+    def ready_targets(self, verb: str) -> list[CheckpointRow] | None:
+        """Targets an action can change now, or None after telling the user why not."""
+        if not self.can_change(verb):
+            return None
+        rows = actionable(self.targets())
+        if not rows:
+            self.notify("Nothing to act on: highlight or mark a stored checkpoint.")
+            return None
+        return rows
+
+    def hidden_count(self, rows: list[CheckpointRow]) -> int:
+        shown = {row.tinker_path for row in self.checkpoints_table.rows}
+        return sum(row.tinker_path not in shown for row in rows)
+
+    # --- the actions --------------------------------------------------------------------------
+    @work(group="ask")
+    async def action_publish(self) -> None:
+        rows = self.ready_targets("publishing")
+        if rows is None:
+            return
+        public = sum(row.public for row in rows)
+        if 0 < public < len(rows):
+            choice = await self.app.push_screen_wait(PublishDialog(public, len(rows) - public))
+            if choice is None:
+                return
+        else:
+            choice = "unpublish" if public else "publish"
+        wanted = choice == "unpublish"
+        paths = [row.tinker_path for row in rows if row.public == wanted]
+        self.start(BulkAction(choice, paths, choice))
+
+    @work(group="ask")
+    async def action_ttl(self) -> None:
+        rows = self.ready_targets("changing TTLs")
+        if rows is None:
+            return
+        plan = await self.app.push_screen_wait(TtlDialog(rows, self.ckpt_app.clock.now()))
+        if plan is not None:
+            self.start(BulkAction("ttl", list(plan.ttl_for), plan.label, dict(plan.ttl_for)))
+
+    @work(group="ask")
+    async def action_delete(self) -> None:
+        rows = self.ready_targets("deleting")
+        if rows is None:
+            return
+        now = self.ckpt_app.clock.now()
+        choice = await self.app.push_screen_wait(DeleteDialog(rows, self.hidden_count(rows), now))
+        paths = [row.tinker_path for row in rows]
+        if choice == "delete":
+            self.start(BulkAction("delete", paths, "delete"))
+        elif choice == "expire":
+            self.start(BulkAction("expire", paths, "expire in 1 hour instead of deleting"))
+
+    def action_retry_failed(self) -> None:
+        action = self.last_action
+        if action is None or not action.failed:
+            self.notify("Nothing failed in the last action.")
+            return
+        if self.can_change("retrying"):
+            self.start(action.retry(list(action.failed)))
+
+    def action_session_log(self) -> None:
+        log = self.ckpt_app.session_log
+        self.app.push_screen(SessionLogScreen(log, self.ckpt_app.clock.now()))
+
+    # --- running one action -----------------------------------------------------------------
+    def start(self, action: BulkAction) -> None:
+        if not action.paths:
+            self.notify("Nothing to change: they are all in that state already.")
+            return
+        self.running = action
+        self.bulk_progress = action.progress_text(0)
+        self.update_chrome()
+        self.run_bulk(action)
+
+    @work(group="bulk")
+    async def run_bulk(self, action: BulkAction) -> None:
+        """Apply `action` while the user keeps browsing; the view follows confirmed results."""
+        confirmed: set[str] = set()
+        last_patch = time.monotonic()
+
+        def on_progress(done: int, total: int, outcome: Outcome) -> None:
+            nonlocal last_patch
+            self.bulk_progress = action.progress_text(done)
+            if outcome.ok:
+                confirmed.add(outcome.target)
+            if time.monotonic() - last_patch > PATCH_EVERY:
+                self.apply_confirmed(action, confirmed)
+                last_patch = time.monotonic()
+            self.update_chrome()
+
+        try:
+            await action.run(self.ckpt_app.get_client(), on_progress)
+        finally:
+            self.running = None
+            self.bulk_progress = ""
+        self.apply_confirmed(action, confirmed)
+        self.finish(action)
+
+    def apply_confirmed(self, action: BulkAction, confirmed: set[str]) -> None:
+        """Show what the server confirmed so far (deleted rows go, changed rows change)."""
+        snapshot = self.snapshot
+        if snapshot is None or not confirmed:
+            return
+        now = self.ckpt_app.clock.now()
+        checkpoints = patch_checkpoints(snapshot.checkpoints, action, confirmed, now)
+        patched = Snapshot(snapshot.runs, checkpoints, snapshot.discovery, snapshot.weights_info)
+        self.snapshot = patched
+        self.refresh_views()
+
+    def finish(self, action: BulkAction) -> None:
+        """Report the outcome, keep failures marked with their errors, and log it."""
+        failed = action.failed
+        for path in action.paths:
+            self.failures.pop(path, None)
+        self.failures.update(failed)
+        self.last_action = action
+        self.checkpoints_table.set_marks(failed)
+        summary = action.summary()
+        hint = " Failed ones stay marked; R retries them, L shows the log." if failed else ""
+        self.notify(
+            summary + hint,
+            title=action.label.capitalize(),
+            severity="warning" if failed else "information",
+            markup=False,
+        )
+        items = [(o.target, o.ok, o.message) for o in action.outcomes]
+        entry = LogEntry(self.ckpt_app.clock.now(), action.kind, summary, items)
+        self.ckpt_app.session_log.add(entry)
+        self.refresh_views()
+
+    # --- showing failures inline --------------------------------------------------------------
+    def checkpoint_cells(self, row: CheckpointRow) -> list[Cell]:
+        cells = super().checkpoint_cells(row)
+        failure = self.failures.get(row.tinker_path)
+        if failure is None:
+            return cells
+        keys = [column.key for column in self.checkpoints_table.columns]
+        if "flags" in keys:
+            cells[keys.index("flags")] = Cell(f"✗ {failure}", "error")
+        return cells

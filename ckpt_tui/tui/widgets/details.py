@@ -35,12 +35,13 @@ def time_line(moment: datetime | None, now: datetime, never: str) -> str:
 
 
 def field_pairs(row: CheckpointRow) -> list[tuple[str, str]]:
-    """Record fields, extra keys and user metadata, as label/value pairs."""
-    pairs = [
-        ("record", f"{k}={v}") for k, v in (row.record.to_dict() if row.record else {}).items()
-    ]
+    """The record's fields and extra keys, then user metadata, each group on one line."""
+    pairs = []
+    if row.record is not None:
+        pairs.append(("Record", "  ".join(f"{k}={v}" for k, v in row.record.to_dict().items())))
     metadata = row.server.user_metadata if row.server else None
-    pairs += [("user_metadata", f"{k}={v}") for k, v in (metadata or {}).items()]
+    if metadata:
+        pairs.append(("Metadata", "  ".join(f"{k}={v}" for k, v in metadata.items())))
     return pairs
 
 

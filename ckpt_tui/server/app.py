@@ -1,0 +1,49 @@
+"""The local checkpoint server: the Tinker checkpoint REST API over a `Store`.
+
+Serves every endpoint of shared/spec/tinker-rest-api.md so the official `tinker` CLI and SDK,
+and ckpt-tui's own client, can talk to a folder of checkpoints on this machine.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+
+from ckpt_tui.server.auth import ApiKeyMiddleware
+from ckpt_tui.server.errors import http_exception_handler, internal_error_handler
+from ckpt_tui.server.routes import ROUTES
+from ckpt_tui.server.sweeper import sweeping_lifespan
+from ckpt_tui.store import Store
+
+DEFAULT_SWEEP_INTERVAL = 60.0
+
+
+def create_app(
+    store: Store,
+    *,
+    api_key: str | None = None,
+    sweep_interval: float | None = DEFAULT_SWEEP_INTERVAL,
+) -> Starlette:
+    """Build the ASGI app over `store` (which the caller opens and closes).
+
+    With `api_key`, every call but `GET /api/v1/healthz` needs it (401 otherwise).
+    `sweep_interval` is how often, in seconds, expired checkpoints are removed while the app
+    runs (the store also sweeps when opened); None turns the background sweep off.
+    """
+    if api_key is not None and not api_key:
+        raise ValueError("api_key must be a non-empty string or None")
+    if sweep_interval is not None and sweep_interval <= 0:
+        raise ValueError(f"sweep_interval must be positive or None, got {sweep_interval}")
+    middleware = [] if api_key is None else [Middleware(ApiKeyMiddleware, api_key=api_key)]
+    app = Starlette(
+        routes=ROUTES,
+        middleware=middleware,
+        exception_handlers={
+            HTTPException: http_exception_handler,
+            Exception: internal_error_handler,
+        },
+        lifespan=sweeping_lifespan(store, sweep_interval),
+    )
+    app.state.store = store
+    return app

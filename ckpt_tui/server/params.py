@@ -1,0 +1,126 @@
+"""Reading and checking what a request carries: query parameters, JSON bodies, path parts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from ckpt_tui.api_types import TinkerPath
+from ckpt_tui.names import check_run_id, split_checkpoint_id
+from ckpt_tui.server.errors import ApiError
+
+MAX_LIMIT = 10_000
+"""Largest page the server returns; a larger `limit` is cut to this (the cursor says so)."""
+
+MAX_BODY_BYTES = 64 * 1024
+"""Every request body of this API is a few bytes of JSON; anything bigger is refused (413)."""
+
+ACCESS_SCOPES = ("owned", "accessible")
+CHECKPOINT_ACTIONS = ("publish", "ttl")
+
+
+@dataclass(frozen=True)
+class Page:
+    """The `offset` and `limit` of a list request."""
+
+    offset: int
+    limit: int
+
+
+def _non_negative_int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    text = raw.strip()
+    if not text.isdigit() or not text.isascii():
+        raise ApiError(400, f"query parameter {name!r} must be a non-negative integer, got {raw!r}")
+    return int(text)
+
+
+def parse_page(request: Request, default_limit: int) -> Page:
+    """`offset` and `limit` from the query; a limit above MAX_LIMIT is cut to MAX_LIMIT."""
+    offset = _non_negative_int(request, "offset", 0)
+    limit = _non_negative_int(request, "limit", default_limit)
+    return Page(offset=offset, limit=min(limit, MAX_LIMIT))
+
+
+def check_access_scope(request: Request) -> None:
+    """Accept the SDK's `access_scope`; locally every run is both owned and accessible."""
+    scope = request.query_params.get("access_scope")
+    if scope is not None and scope not in ACCESS_SCOPES:
+        allowed = " or ".join(ACCESS_SCOPES)
+        raise ApiError(400, f"access_scope must be {allowed}, got {scope!r}")
+
+
+def path_run_id(request: Request) -> str:
+    """The `{run_id}` of the path, checked so it cannot escape the store."""
+    return check_run_id(str(request.path_params["run_id"]))
+
+
+def split_checkpoint_tail(tail: str) -> tuple[str, str | None]:
+    """Split `SEGMENT/NAME[/ACTION]` (what follows `/checkpoints/`) into id and action.
+
+    A checkpoint id always has exactly one slash, so `weights/publish` is a checkpoint named
+    `publish`, while `weights/0001/publish` is the publish action on `weights/0001`.
+    """
+    parts = tail.split("/")
+    if len(parts) == 3 and parts[2] in CHECKPOINT_ACTIONS:
+        checkpoint_id = f"{parts[0]}/{parts[1]}"
+        action: str | None = parts[2]
+    elif len(parts) == 2:
+        checkpoint_id, action = tail, None
+    else:
+        raise ApiError(
+            404,
+            f"no such endpoint: {tail!r} is not SEGMENT/NAME, SEGMENT/NAME/publish "
+            "or SEGMENT/NAME/ttl",
+        )
+    split_checkpoint_id(checkpoint_id)
+    return checkpoint_id, action
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object; 400 when it is not one, 413 when it is too big."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+    try:
+        data = json.loads(bytes(body))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ApiError(400, f"request body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def parse_ttl_body(data: dict[str, Any]) -> int | None:
+    """`{"ttl_seconds": int | null}`: an integer number of seconds, or null to remove the TTL."""
+    if "ttl_seconds" not in data:
+        raise ApiError(400, 'body must be {"ttl_seconds": <seconds> or null}')
+    ttl = data["ttl_seconds"]
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int):
+        raise ApiError(
+            400, f"ttl_seconds must be an integer number of seconds or null, got {ttl!r}"
+        )
+    return ttl
+
+
+def parse_tinker_path_body(data: dict[str, Any]) -> TinkerPath:
+    """`{"tinker_path": "tinker://RUN/SEGMENT/NAME"}`, parsed and checked for safety."""
+    raw = data.get("tinker_path")
+    if not isinstance(raw, str):
+        raise ApiError(400, 'body must be {"tinker_path": "tinker://RUN/SEGMENT/NAME"}')
+    try:
+        path = TinkerPath.parse(raw)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from exc
+    check_run_id(path.run_id)
+    split_checkpoint_id(path.checkpoint_id)
+    return path

@@ -1,0 +1,131 @@
+"""The endpoints of shared/spec/tinker-rest-api.md, each a thin call into the Store.
+
+Store calls touch files and SQLite, so they run in Starlette's thread pool; the Store holds its
+own lock, which makes concurrent calls safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ckpt_tui.api_types import Cursor
+from ckpt_tui.server.errors import ApiError, guarded
+from ckpt_tui.server.params import (
+    check_access_scope,
+    parse_page,
+    parse_tinker_path_body,
+    parse_ttl_body,
+    path_run_id,
+    read_json_object,
+    split_checkpoint_tail,
+)
+from ckpt_tui.store import Store
+
+RUNS_PAGE = 20
+CHECKPOINTS_PAGE = 100
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def client_config(request: Request) -> Response:
+    """SDK start-up: `{}` means all defaults (JWT exchange off)."""
+    return JSONResponse({})
+
+
+async def telemetry(request: Request) -> Response:
+    """The SDK reports its errors here; a local server has no use for them."""
+    return JSONResponse({"status": "accepted"})
+
+
+async def list_runs(request: Request) -> Response:
+    check_access_scope(request)
+    page = parse_page(request, RUNS_PAGE)
+    runs, total = await run_in_threadpool(_store(request).list_runs, page.offset, page.limit)
+    cursor = Cursor(page.offset, page.limit, total)
+    body = {"training_runs": [run.to_json() for run in runs], "cursor": cursor.to_json()}
+    return JSONResponse(body)
+
+
+async def get_run(request: Request) -> Response:
+    check_access_scope(request)
+    run = await run_in_threadpool(_store(request).get_run, path_run_id(request))
+    return JSONResponse(run.to_json())
+
+
+async def list_run_checkpoints(request: Request) -> Response:
+    store = _store(request)
+    checkpoints = await run_in_threadpool(store.list_run_checkpoints, path_run_id(request))
+    return JSONResponse({"checkpoints": [c.to_json() for c in checkpoints], "cursor": None})
+
+
+async def list_checkpoints(request: Request) -> Response:
+    check_access_scope(request)
+    page = parse_page(request, CHECKPOINTS_PAGE)
+    store = _store(request)
+    checkpoints, total = await run_in_threadpool(store.list_checkpoints, page.offset, page.limit)
+    cursor = Cursor(page.offset, page.limit, total)
+    return JSONResponse(
+        {"checkpoints": [c.to_json() for c in checkpoints], "cursor": cursor.to_json()}
+    )
+
+
+async def checkpoint_action(request: Request) -> Response:
+    """DELETE a checkpoint, POST/DELETE its `/publish`, PUT its `/ttl`."""
+    run_id = path_run_id(request)
+    checkpoint_id, action = split_checkpoint_tail(str(request.path_params["tail"]))
+    store = _store(request)
+    key = (action, request.method)
+    if key == (None, "DELETE"):
+        await run_in_threadpool(store.delete_checkpoint, run_id, checkpoint_id)
+    elif key in (("publish", "POST"), ("publish", "DELETE")):
+        public = request.method == "POST"
+        await run_in_threadpool(store.set_public, run_id, checkpoint_id, public)
+    elif key == ("ttl", "PUT"):
+        ttl = parse_ttl_body(await read_json_object(request))
+        await run_in_threadpool(store.set_ttl, run_id, checkpoint_id, ttl)
+    else:
+        allowed = {None: "DELETE", "publish": "POST, DELETE", "ttl": "PUT"}[action]
+        what = "a checkpoint" if action is None else f"a checkpoint's /{action}"
+        raise ApiError(405, f"method {request.method} is not allowed on {what} (use {allowed})")
+    return Response(status_code=204)
+
+
+async def weights_info(request: Request) -> Response:
+    path = parse_tinker_path_body(await read_json_object(request))
+    store = _store(request)
+    info = await run_in_threadpool(store.weights_info, path.run_id, path.checkpoint_id)
+    return JSONResponse(info.to_json())
+
+
+def _route(path: str, endpoint: Any, methods: list[str]) -> Route:
+    return Route(path, guarded(endpoint), methods=methods)
+
+
+API = "/api/v1"
+ROUTES = [
+    _route(f"{API}/healthz", healthz, ["GET"]),
+    _route(f"{API}/client/config", client_config, ["POST"]),
+    _route(f"{API}/telemetry", telemetry, ["POST"]),
+    _route(f"{API}/training_runs", list_runs, ["GET"]),
+    _route(f"{API}/training_runs/{{run_id}}", get_run, ["GET"]),
+    _route(f"{API}/training_runs/{{run_id}}/checkpoints", list_run_checkpoints, ["GET"]),
+    _route(
+        f"{API}/training_runs/{{run_id}}/checkpoints/{{tail:path}}",
+        checkpoint_action,
+        ["DELETE", "POST", "PUT"],
+    ),
+    _route(f"{API}/checkpoints", list_checkpoints, ["GET"]),
+    _route(f"{API}/weights_info", weights_info, ["POST"]),
+]

@@ -1,0 +1,224 @@
+"""The store's machinery under the public API: the index kept in line with the folders.
+
+Outside changes are noticed by comparing mtimes: `runs/` (runs added or removed) and each run's
+folder plus its segment folders (checkpoint folders added or removed). A changed run is rescanned
+alone. The global check runs at most every `recheck_interval` seconds; a call about one run
+checks that run's folders every time. Files added inside an existing checkpoint folder change no
+mtime we watch: the cached size stays until `refresh_checkpoint` (or a reopen of a fresh store).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+
+from ckpt_tui.clock import Clock
+from ckpt_tui.store import trash
+from ckpt_tui.store.errors import NotFoundError, ReadOnlyStoreError, StoreError
+from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
+from ckpt_tui.store.layout import (
+    Layout,
+    checked_checkpoint_id,
+    checked_run_id,
+    is_real_dir,
+    mtime_ns,
+    run_signature,
+)
+from ckpt_tui.store.meta import Key, MetaDB, Row
+from ckpt_tui.store.scan import RunScan, list_run_ids, scan_run
+from ckpt_tui.store.times import to_us
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="StoreCore")
+
+
+def locked(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Run a public method under the store's lock, refusing a closed store."""
+
+    @functools.wraps(method)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"the store at {self.root} is closed; open it again")
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class StoreCore:
+    """State and internal steps shared by the public `Store` methods (all under `_lock`)."""
+
+    recheck_interval: float = 1.0
+    """Seconds between checks for outside changes when listing everything."""
+
+    def __init__(self, layout: Layout, clock: Clock, meta: MetaDB, readonly: bool) -> None:
+        self.root: Path = layout.root
+        self.clock = clock
+        self.readonly = readonly
+        self.delete_step_hook: Callable[[str], None] | None = None
+        """Called after each of `trash.DELETE_STEPS`; tests raise from it to simulate a crash."""
+        self._layout = layout
+        self._meta = meta
+        self._index = Index()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._runs_mtime: int | None = None
+        self._last_check = time.monotonic()
+
+    def _now_us(self) -> int:
+        return to_us(self.clock.now())
+
+    # --- scanning ---------------------------------------------------------------------------
+    def _scan_all(self) -> None:
+        """Read every run folder, reconcile SQLite in one transaction, fill the index."""
+        rows_by_run: dict[str, list[Row]] = defaultdict(list)
+        for row in self._meta.rows():
+            rows_by_run[row.run_id].append(row)
+        changes = self._meta.run_changes()
+        self._runs_mtime = mtime_ns(self._layout.runs)
+        scans: list[RunScan] = []
+        stale: list[Key] = []
+        for run_id in list_run_ids(self._layout):
+            rows = rows_by_run.pop(run_id, [])
+            scan = scan_run(self._layout, run_id, rows, changes.get(run_id, 0))
+            if scan is None:
+                stale.extend(_keys(rows))
+            else:
+                scans.append(scan)
+                stale.extend(scan.stale_keys)
+        for rows in rows_by_run.values():
+            stale.extend(_keys(rows))
+        found = {scan.run.run_id for scan in scans}
+        gone_runs = [run_id for run_id in changes if run_id not in found]
+        added = [row for scan in scans for row in scan.new_rows]
+        self._meta.apply(upsert=added, delete=stale, drop_runs=gone_runs)
+        entries = [entry for scan in scans for entry in scan.entries]
+        self._index.load([scan.run for scan in scans], entries, self._now_us())
+
+    def _rescan_run(self, run_id: str) -> None:
+        """Bring one run in line with its folder (or forget it if the folder is gone)."""
+        rows = self._meta.rows(run_id)
+        old = self._index.runs.get(run_id)
+        scan = scan_run(self._layout, run_id, rows, 0 if old is None else old.last_change_us)
+        if scan is None:
+            self._meta.apply(delete=_keys(rows), drop_runs=[run_id])
+            self._index.drop_run(run_id)
+            return
+        self._meta.apply(upsert=scan.new_rows, delete=scan.stale_keys)
+        self._index.put_run(scan.run, scan.entries, self._now_us())
+
+    def _check_run(self, run_id: str) -> None:
+        """Rescan `run_id` (already validated) if its folders changed since last seen."""
+        run = self._index.runs.get(run_id)
+        if run is None:
+            if is_real_dir(self._layout.run_dir(run_id)):
+                self._rescan_run(run_id)
+        elif run_signature(run.path) != run.signature:
+            self._rescan_run(run_id)
+
+    def _notice_changes(self, force: bool = False) -> None:
+        """Rescan the runs whose folders changed; at most every `recheck_interval` unless forced."""
+        if not force and time.monotonic() - self._last_check < self.recheck_interval:
+            return
+        runs_mtime = mtime_ns(self._layout.runs)
+        if runs_mtime != self._runs_mtime:
+            self._runs_mtime = runs_mtime
+            on_disk = set(list_run_ids(self._layout))
+            for run_id in sorted(on_disk ^ self._index.runs.keys()):
+                self._rescan_run(run_id)
+        for run in list(self._index.runs.values()):
+            if run_signature(run.path) != run.signature:
+                self._rescan_run(run.run_id)
+        self._last_check = time.monotonic()
+
+    # --- lookups ----------------------------------------------------------------------------
+    def _run(self, run_id: str) -> RunEntry:
+        """The live run `run_id` (validated, checked for outside changes) or NotFoundError."""
+        run_id = checked_run_id(run_id)
+        self._check_run(run_id)
+        self._index.hide_expired(self._now_us())
+        run = self._index.runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"training run {run_id!r} not found")
+        return run
+
+    def _entry(self, run_id: str, checkpoint_id: str) -> CheckpointEntry:
+        """The live checkpoint or NotFoundError naming it; bad ids are InvalidRequestError."""
+        run_id = checked_run_id(run_id)
+        checked_checkpoint_id(checkpoint_id)
+        entry = self._run(run_id).checkpoints.get(checkpoint_id)
+        if entry is None:
+            raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+        return entry
+
+    # --- changes ----------------------------------------------------------------------------
+    def _require_writable(self) -> None:
+        if self.readonly:
+            raise ReadOnlyStoreError(
+                f"the store at {self.root} is read-only (its folder cannot be written): "
+                "browsing works, but to change checkpoints make the folder writable and reopen"
+            )
+
+    def _commit_row(self, entry: CheckpointEntry, row: Row, touch: bool = True) -> None:
+        """Write a changed row (one transaction) and update the index."""
+        now_us = self._now_us()
+        self._meta.apply(upsert=[row], touch={row.run_id: now_us} if touch else None)
+        entry.row = row
+        self._index.entry_changed(entry)
+        if touch:
+            self._touch(self._index.runs[row.run_id], now_us)
+        self._index.hide_expired(now_us)
+
+    def _touch(self, run: RunEntry, now_us: int) -> None:
+        run.last_change_us = now_us
+        self._index.run_changed(run)
+
+    def _delete_entry(self, entry: CheckpointEntry, touch: bool) -> None:
+        """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished."""
+        run_id, checkpoint_id = entry.key
+        slot = trash.prepare(self._layout, run_id, checkpoint_id)
+        self._step("prepare")
+        try:
+            trash.move(self._layout, entry.path, slot)
+        except FileNotFoundError:
+            trash.purge(slot)
+            self._rescan_run(run_id)
+            raise NotFoundError(
+                f"checkpoint {checkpoint_id!r} not found in run {run_id!r}"
+            ) from None
+        except (OSError, StoreError) as exc:
+            trash.purge(slot)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot delete {entry.tinker_path}: {exc.strerror}") from exc
+        self._step("move")
+        self._commit_delete(entry, touch)
+        self._step("commit")
+        trash.purge(slot)
+        self._step("purge")
+
+    def _commit_delete(self, entry: CheckpointEntry, touch: bool) -> None:
+        now_us = self._now_us()
+        run_id = entry.row.run_id
+        self._meta.apply(delete=[entry.key], touch={run_id: now_us} if touch else None)
+        self._index.remove(entry)
+        run = self._index.runs[run_id]
+        if touch:
+            self._touch(run, now_us)
+        run.signature = run_signature(run.path)
+
+    def _step(self, name: str) -> None:
+        if self.delete_step_hook is not None:
+            self.delete_step_hook(name)
+
+
+def _keys(rows: list[Row]) -> list[Key]:
+    return [(row.run_id, row.checkpoint_id) for row in rows]

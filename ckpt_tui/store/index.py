@@ -1,0 +1,251 @@
+"""The in-memory index: every live checkpoint, presorted, with cached API objects.
+
+Lists are served from here without touching the disk or SQLite. The store's own writes update
+it; outside changes reach it through a rescan of the run they touched (see `scan.py`).
+An entry past its `expires_us` moves to `expired` (hidden, waiting for the sweep).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ckpt_tui.api_types import Checkpoint, TrainingRun, checkpoint_type_of
+from ckpt_tui.store.layout import Signature
+from ckpt_tui.store.meta import Key, Row
+from ckpt_tui.store.runinfo import RunInfo
+from ckpt_tui.store.times import from_us
+
+SortKey = tuple[int, str]
+
+
+@dataclass(eq=False)
+class CheckpointEntry:
+    """One checkpoint: its metadata row plus where its files are (`location`, folder or file).
+
+    The location is data, not derived from the id, so other layouts can point anywhere.
+    """
+
+    row: Row
+    location: str
+    tinker_path: str = field(init=False)
+    sort_key: SortKey = field(init=False)  # newest first, then by tinker path
+    _cached: Checkpoint | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.tinker_path = f"tinker://{self.row.run_id}/{self.row.checkpoint_id}"
+        self.sort_key = (-self.row.created_us, self.tinker_path)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
+
+    @property
+    def key(self) -> Key:
+        return (self.row.run_id, self.row.checkpoint_id)
+
+    def checkpoint(self) -> Checkpoint:
+        """The API object, built once until `changed`."""
+        if self._cached is None:
+            row = self.row
+            self._cached = Checkpoint(
+                checkpoint_id=row.checkpoint_id,
+                checkpoint_type=checkpoint_type_of(row.checkpoint_id),
+                time=from_us(row.created_us),
+                tinker_path=self.tinker_path,
+                size_bytes=row.size_bytes,
+                public=row.public,
+                user_metadata=None if row.user_metadata is None else dict(row.user_metadata),
+                expires_at=None if row.expires_us is None else from_us(row.expires_us),
+            )
+        return self._cached
+
+    def changed(self) -> None:
+        self._cached = None
+
+    def expired(self, now_us: int) -> bool:
+        return self.row.expires_us is not None and self.row.expires_us <= now_us
+
+
+@dataclass(eq=False)
+class RunEntry:
+    """One run folder: run.json, its live checkpoints, and the mtimes last seen."""
+
+    run_id: str
+    path: Path
+    info: RunInfo
+    signature: Signature
+    last_change_us: int = 0
+    checkpoints: dict[str, CheckpointEntry] = field(default_factory=dict)
+    _sorted: list[CheckpointEntry] | None = field(default=None, repr=False)
+    _run: TrainingRun | None = field(default=None, repr=False)
+
+    def changed(self) -> None:
+        self._sorted = None
+        self._run = None
+
+    def oldest_first(self) -> list[CheckpointEntry]:
+        if self._sorted is None:
+            self._sorted = sorted(
+                self.checkpoints.values(), key=lambda e: (e.row.created_us, e.row.checkpoint_id)
+            )
+        return self._sorted
+
+    def activity_us(self) -> int:
+        """last_request_time: the latest of run created, newest checkpoint, last change."""
+        entries = self.oldest_first()
+        newest = entries[-1].row.created_us if entries else self.info.created_us
+        return max(self.info.created_us, newest, self.last_change_us)
+
+    def training_run(self) -> TrainingRun:
+        if self._run is None:
+            self._run = self._build_run()
+        return self._run
+
+    def _build_run(self) -> TrainingRun:
+        newest: dict[str, Checkpoint] = {}
+        for entry in self.oldest_first():
+            ckpt = entry.checkpoint()
+            newest[ckpt.checkpoint_type] = ckpt
+        info = self.info
+        return TrainingRun(
+            training_run_id=self.run_id,
+            base_model=info.base_model,
+            model_owner=info.model_owner,
+            is_lora=info.is_lora,
+            last_request_time=from_us(self.activity_us()),
+            corrupted=info.corrupted,
+            lora_rank=info.lora_rank,
+            last_checkpoint=newest.get("training"),
+            last_sampler_checkpoint=newest.get("sampler"),
+            user_metadata=None if info.user_metadata is None else dict(info.user_metadata),
+        )
+
+
+class Index:
+    """Runs by id, all live checkpoints newest first, and hidden expired ones."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunEntry] = {}
+        self.expired: dict[Key, CheckpointEntry] = {}
+        self._keys: list[SortKey] = []
+        self._entries: list[CheckpointEntry] = []
+        self._expiry_heap: list[tuple[int, str, str]] = []
+        self._run_order: list[RunEntry] | None = None
+
+    # --- bulk -------------------------------------------------------------------------------
+    def load(self, runs: list[RunEntry], entries: list[CheckpointEntry], now_us: int) -> None:
+        """Fill an empty index in one sort (used at open)."""
+        for run in runs:
+            self.runs[run.run_id] = run
+        live = []
+        for entry in entries:
+            if self._park_if_expired(entry, now_us):
+                continue
+            self.runs[entry.row.run_id].checkpoints[entry.row.checkpoint_id] = entry
+            self._track_expiry(entry)
+            live.append(entry)
+        live.sort(key=lambda e: e.sort_key)
+        self._entries = live
+        self._keys = [e.sort_key for e in live]
+        self._run_order = None
+
+    def put_run(self, run: RunEntry, entries: list[CheckpointEntry], now_us: int) -> None:
+        """Replace a run (after a rescan) with `run` holding `entries`."""
+        self.drop_run(run.run_id)
+        self.runs[run.run_id] = run
+        for entry in entries:
+            self.add(entry, now_us)
+        self._run_order = None
+
+    def drop_run(self, run_id: str) -> None:
+        old = self.runs.get(run_id)
+        if old is not None:
+            for entry in list(old.checkpoints.values()):
+                self.remove(entry)
+            del self.runs[run_id]
+        for key in [k for k in self.expired if k[0] == run_id]:
+            del self.expired[key]
+        self._run_order = None
+
+    # --- single entries ---------------------------------------------------------------------
+    def add(self, entry: CheckpointEntry, now_us: int) -> None:
+        if self._park_if_expired(entry, now_us):
+            return
+        run = self.runs[entry.row.run_id]
+        run.checkpoints[entry.row.checkpoint_id] = entry
+        run.changed()
+        at = bisect.bisect_left(self._keys, entry.sort_key)
+        self._keys.insert(at, entry.sort_key)
+        self._entries.insert(at, entry)
+        self._track_expiry(entry)
+        self._run_order = None
+
+    def remove(self, entry: CheckpointEntry) -> None:
+        """Forget a live or expired entry."""
+        if self.expired.pop(entry.key, None) is not None:
+            return
+        run = self.runs[entry.row.run_id]
+        if run.checkpoints.pop(entry.row.checkpoint_id, None) is None:
+            return
+        run.changed()
+        at = bisect.bisect_left(self._keys, entry.sort_key)
+        while self._entries[at] is not entry:
+            at += 1  # equal keys cannot happen (tinker paths are unique), but stay correct
+        del self._keys[at]
+        del self._entries[at]
+        self._run_order = None
+
+    def entry_changed(self, entry: CheckpointEntry) -> None:
+        """After a metadata change: drop cached objects, re-track expiry."""
+        entry.changed()
+        self.runs[entry.row.run_id].changed()
+        self._track_expiry(entry)
+        self._run_order = None
+
+    def run_changed(self, run: RunEntry) -> None:
+        """After a change to a run's own fields (run.json, last change time)."""
+        run.changed()
+        self._run_order = None
+
+    # --- expiry -----------------------------------------------------------------------------
+    def hide_expired(self, now_us: int) -> None:
+        """Move every live entry past its expiry to `expired`; cheap when none is due."""
+        heap = self._expiry_heap
+        while heap and heap[0][0] <= now_us:
+            expires_us, run_id, checkpoint_id = heapq.heappop(heap)
+            run = self.runs.get(run_id)
+            entry = None if run is None else run.checkpoints.get(checkpoint_id)
+            if entry is not None and entry.row.expires_us == expires_us:
+                self.remove(entry)
+                self.expired[entry.key] = entry
+
+    def _park_if_expired(self, entry: CheckpointEntry, now_us: int) -> bool:
+        if entry.expired(now_us):
+            self.expired[entry.key] = entry
+            return True
+        return False
+
+    def _track_expiry(self, entry: CheckpointEntry) -> None:
+        row = entry.row
+        if row.expires_us is not None:
+            heapq.heappush(self._expiry_heap, (row.expires_us, row.run_id, row.checkpoint_id))
+
+    # --- reads ------------------------------------------------------------------------------
+    def page(self, offset: int, limit: int) -> list[CheckpointEntry]:
+        return self._entries[offset : offset + limit]
+
+    def total(self) -> int:
+        return len(self._entries)
+
+    def runs_by_activity(self) -> list[RunEntry]:
+        """Newest activity first; ties by run id."""
+        if self._run_order is None:
+            self._run_order = sorted(self.runs.values(), key=lambda r: (-r.activity_us(), r.run_id))
+        return self._run_order
+
+    def find(self, run_id: str, checkpoint_id: str) -> CheckpointEntry | None:
+        run = self.runs.get(run_id)
+        return None if run is None else run.checkpoints.get(checkpoint_id)

@@ -1,0 +1,157 @@
+"""Per-checkpoint metadata in SQLite (`STORE/.ckpt-tui/meta.sqlite3`, WAL mode).
+
+The folders are the truth for which checkpoints exist; this file keeps what folders cannot say:
+created, expires_at, public, user_metadata, and the cached size. Times are integer microseconds.
+Every change is one transaction (`apply`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckpt_tui.store.errors import StoreError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    expires_us INTEGER,
+    public INTEGER NOT NULL DEFAULT 0,
+    user_metadata TEXT,
+    size_bytes INTEGER,
+    PRIMARY KEY (run_id, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    last_change_us INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+_COLUMNS = "run_id, checkpoint_id, created_us, expires_us, public, user_metadata, size_bytes"
+
+Key = tuple[str, str]
+
+
+@dataclass
+class Row:
+    """One checkpoint's metadata row."""
+
+    run_id: str
+    checkpoint_id: str
+    created_us: int
+    expires_us: int | None = None
+    public: bool = False
+    user_metadata: dict[str, str] | None = None
+    size_bytes: int | None = None
+
+    def values(self) -> tuple[object, ...]:
+        meta = None if self.user_metadata is None else json.dumps(self.user_metadata)
+        return (
+            self.run_id,
+            self.checkpoint_id,
+            self.created_us,
+            self.expires_us,
+            int(self.public),
+            meta,
+            self.size_bytes,
+        )
+
+
+def _row(values: tuple[str, str, int, int | None, int, str | None, int | None]) -> Row:
+    meta = values[5]
+    return Row(
+        values[0],
+        values[1],
+        values[2],
+        values[3],
+        bool(values[4]),
+        None if meta is None else json.loads(meta),
+        values[6],
+    )
+
+
+class MetaDB:
+    """The SQLite connection, shared by threads under the Store's lock."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        conn.executescript(_SCHEMA)
+
+    @classmethod
+    def open_writable(cls, path: Path) -> MetaDB:
+        try:
+            conn = sqlite3.connect(path, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            return cls(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"the metadata file {path} cannot be used ({exc}); move it away and reopen: "
+                "checkpoints stay, but publish state, TTLs and metadata are reset"
+            ) from exc
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> MetaDB:
+        """An in-memory copy of `path` (if readable), so reconciling never writes to disk."""
+        memory = sqlite3.connect(":memory:", check_same_thread=False)
+        if path.is_file():
+            # immutable=1 creates no -wal/-shm files; it is exact when no WAL file is pending
+            has_wal = path.with_name(path.name + "-wal").exists()
+            queries = ("mode=ro", "immutable=1") if has_wal else ("immutable=1", "mode=ro")
+            for query in queries:
+                try:
+                    source = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True)
+                    try:
+                        source.backup(memory)
+                        break
+                    finally:
+                        source.close()
+                except sqlite3.Error:
+                    continue  # e.g. a WAL file that cannot be opened read-only
+        return cls(memory)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def rows(self, run_id: str | None = None) -> list[Row]:
+        """Every row, or one run's rows."""
+        if run_id is None:
+            cursor = self._conn.execute(f"SELECT {_COLUMNS} FROM checkpoints")
+        else:
+            cursor = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM checkpoints WHERE run_id = ?", (run_id,)
+            )
+        return [_row(values) for values in cursor]
+
+    def run_changes(self) -> dict[str, int]:
+        """run_id -> time of the last change made through the store."""
+        return dict(self._conn.execute("SELECT run_id, last_change_us FROM runs").fetchall())
+
+    def apply(
+        self,
+        *,
+        upsert: Iterable[Row] = (),
+        delete: Iterable[Key] = (),
+        touch: dict[str, int] | None = None,
+        drop_runs: Iterable[str] = (),
+    ) -> None:
+        """One transaction: write rows, drop rows, record run changes, forget runs."""
+        with self._conn:
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row.values() for row in upsert),
+            )
+            self._conn.executemany(
+                "DELETE FROM checkpoints WHERE run_id = ? AND checkpoint_id = ?", delete
+            )
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO runs (run_id, last_change_us) VALUES (?, ?)",
+                (touch or {}).items(),
+            )
+            self._conn.executemany(
+                "DELETE FROM runs WHERE run_id = ?", ((run_id,) for run_id in drop_runs)
+            )

@@ -1,0 +1,106 @@
+"""One change over many checkpoints, as plain data: what was asked, how it went, what to show.
+
+No Textual: the screen runs a `BulkAction` through the client and shows these summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from ckpt_tui.api_types import Checkpoint
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.client import CheckpointClient, Outcome
+from ckpt_tui.client.bulk import BulkProgress
+
+ActionKind = Literal["delete", "publish", "unpublish", "ttl", "expire"]
+EXPIRE_SOON_SECONDS = 3600
+
+VERBS: dict[ActionKind, tuple[str, str]] = {
+    "delete": ("Deleting", "Deleted"),
+    "publish": ("Publishing", "Published"),
+    "unpublish": ("Unpublishing", "Unpublished"),
+    "ttl": ("Setting the TTL of", "Set the TTL of"),
+    "expire": ("Setting to expire in 1 hour", "Set to expire in 1 hour"),
+}
+
+
+@dataclass
+class BulkAction:
+    """An action over some checkpoints; `ttl_for` gives each path its TTL for "ttl"."""
+
+    kind: ActionKind
+    paths: list[str]
+    label: str = ""
+    ttl_for: dict[str, int | None] = field(default_factory=dict)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def ttl_of(self, path: object) -> int | None:
+        if self.kind == "expire":
+            return EXPIRE_SOON_SECONDS
+        return self.ttl_for[str(path)]
+
+    async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:
+        """Apply it through the client; one outcome per path, never raising half-way."""
+        paths: Sequence[str] = self.paths
+        if self.kind == "delete":
+            self.outcomes = await client.bulk_delete(paths, on_progress=on_progress)
+        elif self.kind == "publish":
+            self.outcomes = await client.bulk_publish(paths, on_progress=on_progress)
+        elif self.kind == "unpublish":
+            self.outcomes = await client.bulk_unpublish(paths, on_progress=on_progress)
+        else:
+            self.outcomes = await client.bulk_set_ttl(paths, self.ttl_of, on_progress=on_progress)
+        return self.outcomes
+
+    def retry(self, failed: Sequence[str]) -> BulkAction:
+        """The same action over just the `failed` paths."""
+        return BulkAction(self.kind, list(failed), self.label, self.ttl_for)
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return {o.target: o.message for o in self.outcomes if not o.ok}
+
+    def progress_text(self, done: int) -> str:
+        return f"{VERBS[self.kind][0]} {done:,} of {len(self.paths):,}…"
+
+    def summary(self) -> str:
+        """'Deleted 38 of 40; 2 failed'."""
+        ok = sum(outcome.ok for outcome in self.outcomes)
+        text = f"{VERBS[self.kind][1]} {ok:,} of {len(self.paths):,}"
+        failed = len(self.paths) - ok
+        return f"{text}; {failed:,} failed" if failed else text
+
+
+def patch_checkpoints(
+    checkpoints: list[Checkpoint], action: BulkAction, done: set[str], now: datetime
+) -> list[Checkpoint]:
+    """What the server now holds, given the paths it confirmed; the rest is unchanged."""
+    change = patcher(action, now)
+    patched: list[Checkpoint] = []
+    for ckpt in checkpoints:
+        if ckpt.tinker_path not in done:
+            patched.append(ckpt)
+        elif action.kind != "delete":
+            patched.append(change(ckpt))
+    return patched
+
+
+def patcher(action: BulkAction, now: datetime) -> Callable[[Checkpoint], Checkpoint]:
+    if action.kind in ("publish", "unpublish"):
+        public = action.kind == "publish"
+        return lambda ckpt: replace(ckpt, public=public)
+
+    def set_expiry(ckpt: Checkpoint) -> Checkpoint:
+        ttl = action.ttl_of(ckpt.tinker_path)
+        expires = None if ttl is None else now + timedelta(seconds=ttl)
+        return replace(ckpt, expires_at=expires)
+
+    return set_expiry
+
+
+def actionable(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:
+    """Rows the server still has (missing rows cannot be changed)."""
+    return [row for row in rows if not row.is_missing]

@@ -1,0 +1,215 @@
+"""Confirm a deletion: what goes, how much it frees, what is risky; Cancel is the default.
+
+Small safe sets confirm with `y`; big or risky ones (over 10, or any final, resume-point or
+public checkpoint) need the word `delete` typed. "Expire in 1 hour instead" is the undoable way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import ClassVar, Literal
+
+from rich.table import Table
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.sizes import format_size, format_total, total
+from ckpt_tui.tui.render import format_created
+from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
+
+DeleteChoice = Literal["cancel", "delete", "expire"]
+
+CONFIRM_WORD = "delete"
+MAX_QUICK_DELETE = 10
+"""More checkpoints than this at once need the word typed, as do final/resume/public ones."""
+DELETE_FIXED_LINES = 11
+"""Lines of the dialog other than listed checkpoints and warnings (the typed word adds 4)."""
+FLAG_WORDS = ("final", "resume", "public", "rolling")
+
+
+def plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
+
+
+def risky_counts(rows: Sequence[CheckpointRow]) -> tuple[int, int, int]:
+    """How many rows are final, resume points and public."""
+    finals = sum(row.final for row in rows)
+    resumes = sum(row.resume_point for row in rows)
+    publics = sum(row.public for row in rows)
+    return finals, resumes, publics
+
+
+def needs_typed_word(rows: Sequence[CheckpointRow]) -> bool:
+    return len(rows) > MAX_QUICK_DELETE or any(risky_counts(rows))
+
+
+def warnings(rows: Sequence[CheckpointRow], hidden_count: int) -> list[str]:
+    """One line per reason to think twice."""
+    finals, resumes, publics = risky_counts(rows)
+    lines = []
+    if finals:
+        verb = plural(finals, "is a final checkpoint", "are final checkpoints")
+        lines.append(f"⚠ {finals} {verb}: the end result of a run")
+    if resumes:
+        verb = plural(resumes, "is a resume point", "are resume points")
+        lines.append(f"⚠ {resumes} {verb}: training resumes from it")
+    if publics:
+        verb = plural(publics, "is public", "are public")
+        lines.append(f"⚠ {publics} {verb}: others may be using it")
+    if hidden_count:
+        verb = plural(hidden_count, "is", "are")
+        lines.append(f"⚠ {hidden_count} of these {verb} hidden by the current filter")
+    return lines
+
+
+def freed_text(rows: Sequence[CheckpointRow]) -> Text:
+    """'Frees 3.6 GiB', 'Frees at least 1.2 GiB (2 sizes unknown)'; plus 'cannot be undone'."""
+    sizes = total(row.size for row in rows if not row.is_missing)
+    text = Text("Frees ")
+    if sizes.is_all_unknown or sizes.part_count == 0:
+        text.append("an unknown amount", style="bold")
+    else:
+        text.append(format_total(sizes), style="bold")
+    if sizes.unknown_count and not sizes.is_all_unknown:
+        text.append(f" ({sizes.unknown_count} {plural(sizes.unknown_count, 'size', 'sizes')}")
+        text.append(" unknown)")
+    text.append(". This cannot be undone.")
+    return text
+
+
+def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Table:
+    """Name, run, size, created and flags of the first `limit` rows, as plain text."""
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
+    table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
+    table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("Size", justify="right", no_wrap=True)
+    table.add_column("Created", no_wrap=True)
+    table.add_column("Flags", no_wrap=True)
+    for row in rows[:limit]:
+        size = "-" if row.is_missing else format_size(row.size)
+        flags = " ".join(word for word in row.flags() if word in FLAG_WORDS)
+        created = Text(format_created(row.created, now))
+        table.add_row(Text(row.name), Text(row.run_name), Text(size), created, Text(flags))
+    more = more_line(min(limit, len(rows)), len(rows))
+    if more is not None:
+        table.add_row(more)
+    return table
+
+
+class DeleteDialog(ModalScreen[DeleteChoice]):
+    """Delete `rows`? Returns "cancel", "delete" or "expire" (set a 1-hour TTL instead)."""
+
+    DEFAULT_CSS = """
+    DeleteDialog { align: center middle; }
+    DeleteDialog #delete-box {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        padding: 0 1; border: round $error; background: $surface;
+    }
+    DeleteDialog #delete-title { text-style: bold; height: 1; }
+    DeleteDialog #delete-rows { height: auto; }
+    DeleteDialog .warning { color: $warning; text-style: bold; height: auto; }
+    DeleteDialog #delete-word { width: 30; }
+    DeleteDialog #delete-buttons { height: 3; }
+    DeleteDialog #delete-buttons Button { margin-right: 2; }
+    DeleteDialog #delete-hint { color: $text-muted; height: 1; }
+    DeleteDialog #delete-hint.-attention { color: $warning; text-style: bold reverse; }
+    """
+
+    AUTO_FOCUS = "#delete-cancel"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,n", "choose('cancel')", "Cancel"),
+        Binding("y", "confirm", "Delete"),
+        Binding("e", "choose('expire')", "Expire in 1 hour instead"),
+    ]
+
+    def __init__(self, rows: Sequence[CheckpointRow], hidden_count: int, now: datetime) -> None:
+        super().__init__()
+        self.rows = list(rows)
+        self.hidden_count = hidden_count
+        self.now = now
+        self.needs_word = needs_typed_word(self.rows)
+        self.warnings = warnings(self.rows, hidden_count)
+
+    def compose(self) -> ComposeResult:
+        count = len(self.rows)
+        with Vertical(id="delete-box"):
+            title = f"Delete {count} {plural(count, 'checkpoint', 'checkpoints')}?"
+            yield Static(Text(title), id="delete-title")
+            yield Static("", id="delete-rows")
+            yield Static(freed_text(self.rows), id="delete-freed")
+            for line in self.warnings:
+                yield Static(Text(line), classes="warning")
+            if self.needs_word:
+                yield Label(f"To confirm, type {CONFIRM_WORD} and press Enter:")
+                yield Input(placeholder="type the word here", id="delete-word")
+            with Horizontal(id="delete-buttons"):
+                yield Button("Cancel", id="delete-cancel")
+                yield Button(
+                    "Delete", variant="error", id="delete-confirm", disabled=self.needs_word
+                )
+                yield Button("Expire in 1 hour instead", variant="warning", id="delete-expire")
+            yield Static(self.hint(), id="delete-hint")
+
+    def hint(self) -> str:
+        confirm = f"type {CONFIRM_WORD} + enter" if self.needs_word else "y: delete"
+        return f"{confirm} · n or esc: cancel · e: expire in 1 hour instead (undoable)"
+
+    def on_mount(self) -> None:
+        self.show_rows(self.app.size.height)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.show_rows(event.size.height)
+
+    def show_rows(self, height: int) -> None:
+        """As many rows as fit (up to 8): the buttons must stay on screen at 80x24."""
+        fixed = DELETE_FIXED_LINES + len(self.warnings) + (4 if self.needs_word else 0)
+        limit = max(1, min(PREVIEW_ROWS, height - fixed))
+        self.query_one("#delete-rows", Static).update(rows_table(self.rows, self.now, limit))
+
+    def word_typed(self) -> bool:
+        return self.query_one("#delete-word", Input).value.strip() == CONFIRM_WORD
+
+    def action_confirm(self) -> None:
+        """`y`: delete at once if the set is small and safe; otherwise point at the input."""
+        if not self.needs_word:
+            self.dismiss("delete")
+            return
+        self.query_one("#delete-word", Input).focus()
+        hint = self.query_one("#delete-hint", Static)
+        hint.update(f"Type the word {CONFIRM_WORD} into the box and press Enter to delete")
+        hint.add_class("-attention")
+
+    def action_choose(self, choice: DeleteChoice) -> None:
+        self.dismiss(choice)
+
+    @on(Input.Changed, "#delete-word")
+    def word_changed(self) -> None:
+        self.query_one("#delete-confirm", Button).disabled = not self.word_typed()
+
+    @on(Input.Submitted, "#delete-word")
+    def word_submitted(self) -> None:
+        if self.word_typed():
+            self.dismiss("delete")
+        else:
+            self.app.bell()
+            self.action_confirm()
+
+    @on(Button.Pressed, "#delete-confirm")
+    def delete_pressed(self) -> None:
+        if not self.needs_word or self.word_typed():
+            self.dismiss("delete")
+
+    @on(Button.Pressed, "#delete-cancel")
+    def cancel_pressed(self) -> None:
+        self.dismiss("cancel")
+
+    @on(Button.Pressed, "#delete-expire")
+    def expire_pressed(self) -> None:
+        self.dismiss("expire")

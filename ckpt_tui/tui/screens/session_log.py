@@ -1,0 +1,75 @@
+"""The session log: every action taken since start, newest first, with what failed and why."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ckpt_tui.tui.render import format_created
+from ckpt_tui.tui.session_log import LogEntry, SessionLog
+
+
+def entry_text(entry: LogEntry, now: datetime) -> Text:
+    """Time, action and summary; each failed item with its message; ok items as a count."""
+    text = Text()
+    at = entry.at.astimezone(timezone.utc) if entry.at.tzinfo else entry.at
+    when = at.strftime("%H:%M:%S")
+    text.append(f"{when} ", style="bold")
+    text.append(f"({format_created(entry.at, now)})  ", style="dim")
+    text.append(f"{entry.action:<9} ", style="bold")
+    text.append(entry.summary)
+    if entry.ok_count:
+        text.append(f"\n    ✓ {entry.ok_count} ok", style="dim")
+    for path, _ok, message in entry.failed:
+        text.append("\n    ✗ ", style="bold red")
+        text.append(path, style="bold")
+        text.append(f": {message}")
+    return text
+
+
+def log_text(log: SessionLog, now: datetime) -> Text:
+    """All entries, newest first, separated by blank lines; user text is never markup."""
+    if not log.entries:
+        return Text("Nothing has been changed in this session yet.", style="dim")
+    return Text("\n\n").join(entry_text(entry, now) for entry in log.newest_first())
+
+
+class SessionLogScreen(ModalScreen[None]):
+    """A scrollable view of the session log; escape, q or L closes it."""
+
+    DEFAULT_CSS = """
+    SessionLogScreen { align: center middle; }
+    SessionLogScreen #log-box {
+        width: 110; max-width: 100%; height: auto; max-height: 100%;
+        padding: 0 1; border: round $primary; background: $surface;
+    }
+    SessionLogScreen #log-title { text-style: bold; height: 1; }
+    SessionLogScreen #log-hint { color: $text-muted; height: 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,L", "close", "Close"),
+    ]
+
+    def __init__(self, log: SessionLog, now: datetime) -> None:
+        super().__init__()
+        self.session_log = log
+        self.now = now
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="log-box"):
+            count = len(self.session_log.entries)
+            title = f"Session log: {count} action{'s' if count != 1 else ''}, newest first (UTC)"
+            yield Static(Text(title), id="log-title")
+            yield Static(Text("↑ ↓ PgUp PgDn: scroll · esc, q or L: close"), id="log-hint")
+            yield Static(log_text(self.session_log, self.now), id="log-entries")
+
+    def action_close(self) -> None:
+        self.dismiss()

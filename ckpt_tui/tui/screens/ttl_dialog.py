@@ -1,0 +1,292 @@
+"""Set or extend the expiry of some checkpoints: pick a preset or type a TTL, see every result.
+
+The dialog returns a `TtlPlan` (the TTL to send for each checkpoint) or None if cancelled; it
+sends nothing itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import ClassVar, Literal
+
+from rich.table import Table
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.ttl import TtlError, describe_expiry, extend, format_exact, parse_instant, parse_ttl
+
+DAY = 86400
+PREVIEW_ROWS = 8
+"""At most this many checkpoints are listed; the rest are counted ("and 4 more")."""
+TTL_FIXED_LINES = 16
+"""Lines of the dialog other than listed checkpoints: the list shrinks on short terminals."""
+
+
+@dataclass(frozen=True)
+class TtlChoice:
+    """What to do: extend each expiry by `seconds`, or set every TTL to `seconds` (None: never)."""
+
+    label: str
+    mode: Literal["extend", "set"]
+    seconds: int | None
+
+
+PRESETS: tuple[TtlChoice, ...] = (
+    TtlChoice("Extend by 1 day", "extend", DAY),
+    TtlChoice("Extend by 7 days", "extend", 7 * DAY),
+    TtlChoice("Extend by 30 days", "extend", 30 * DAY),
+    TtlChoice("Expire in 1 hour", "set", 3600),
+    TtlChoice("Never expire", "set", None),
+)
+
+
+@dataclass(frozen=True)
+class TtlPlan:
+    """The TTL to send per tinker path (None: never expire) and the expiry each one will get."""
+
+    label: str
+    ttl_for: dict[str, int | None]
+    expires_for: dict[str, datetime | None]
+
+
+def typed_choice(text: str, now: datetime) -> TtlChoice:
+    """A typed TTL ('36h', '2w', '2026-12-03', 'never') as a choice; TtlError says what's wrong."""
+    ttl = parse_ttl(text, now)
+    if ttl.seconds is None:
+        return TtlChoice("Never expire", "set", None)
+    instant = parse_instant(text)
+    label = f"Expire at {format_exact(instant)}" if instant else f"Expire in {ttl}"
+    return TtlChoice(label, "set", ttl.seconds)
+
+
+def ttl_seconds_for(row: CheckpointRow, choice: TtlChoice, now: datetime) -> int | None:
+    """The TTL to send for one row; extending a never-expiring checkpoint keeps it never."""
+    if choice.mode == "set" or choice.seconds is None:
+        return choice.seconds
+    return extend(row.expires_at, choice.seconds, now).seconds
+
+
+def make_plan(rows: Sequence[CheckpointRow], choice: TtlChoice, now: datetime) -> TtlPlan:
+    """The plan for every stored row (missing ones are skipped); TtlError names a row past 10y."""
+    ttl_for: dict[str, int | None] = {}
+    expires_for: dict[str, datetime | None] = {}
+    for row in rows:
+        if row.is_missing:
+            continue
+        try:
+            seconds = ttl_seconds_for(row, choice, now)
+        except TtlError as exc:
+            raise TtlError(f"{row.name} of {row.run_name}: {exc}") from exc
+        ttl_for[row.tinker_path] = seconds
+        expires_for[row.tinker_path] = None if seconds is None else now + timedelta(seconds=seconds)
+    return TtlPlan(choice.label, ttl_for, expires_for)
+
+
+def new_expiry_text(row: CheckpointRow, plan: TtlPlan) -> Text:
+    if row.tinker_path not in plan.expires_for:
+        return Text("not stored: skipped", style="dim")
+    new = plan.expires_for[row.tinker_path]
+    if new is None:
+        return Text("stays never" if row.expires_at is None else "never", style="bold")
+    return Text(format_exact(new), style="bold")
+
+
+def more_line(shown: int, count: int) -> Text | None:
+    """'and 4 more' under a list cut at `shown` of `count` items."""
+    return Text(f"and {count - shown} more", style="dim") if count > shown else None
+
+
+def preview_table(rows: Sequence[CheckpointRow], plan: TtlPlan, now: datetime, limit: int) -> Table:
+    """Name, run, current expiry and new expiry of the first `limit` rows, as plain text."""
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
+    table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
+    table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("Expires now", no_wrap=True)
+    table.add_column("New expiry", no_wrap=True)
+    for row in rows[:limit]:
+        current = "-" if row.is_missing else describe_expiry(row.expires_at, now)
+        table.add_row(Text(row.name), Text(row.run_name), Text(current), new_expiry_text(row, plan))
+    return table
+
+
+def plan_summary(rows: Sequence[CheckpointRow], plan: TtlPlan) -> Text:
+    """'Extend by 7 days: 13 checkpoints (1 never expires and stays so)'."""
+    count = len(plan.ttl_for)
+    text = Text(f"{plan.label}: {count} checkpoint{'s' if count != 1 else ''}", style="bold")
+    if plan.label.startswith("Extend"):
+        staying = sum(
+            1 for row in rows if row.tinker_path in plan.ttl_for and row.expires_at is None
+        )
+        if staying:
+            verbs = "expires and stays" if staying == 1 else "expire and stay"
+            text.append(f" ({staying} never {verbs} so)", style="")
+    return text
+
+
+class TtlDialog(ModalScreen[TtlPlan | None]):
+    """Choose a TTL for `rows`: presets 1-5 or a typed value; the preview shows every result."""
+
+    DEFAULT_CSS = """
+    TtlDialog { align: center middle; }
+    TtlDialog #ttl-box {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        padding: 0 1; border: round $primary; background: $surface;
+    }
+    TtlDialog #ttl-title { text-style: bold; height: 1; }
+    TtlDialog #ttl-choices { height: 5; }
+    TtlDialog #ttl-presets { width: 26; height: 5; border: none; padding: 0; }
+    TtlDialog #ttl-typed { width: 1fr; height: 5; padding-left: 2; }
+    TtlDialog #ttl-input { width: 100%; }
+    TtlDialog #ttl-error { color: $error; text-style: bold; height: auto; }
+    TtlDialog #ttl-summary { margin-top: 1; height: 1; }
+    TtlDialog #ttl-preview { height: auto; }
+    TtlDialog #ttl-buttons { height: 3; align-horizontal: right; }
+    TtlDialog #ttl-buttons Button { margin-left: 2; }
+    """
+
+    AUTO_FOCUS = "#ttl-presets"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        *(Binding(str(n), f"pick({n - 1})", show=False) for n in range(1, len(PRESETS) + 1)),
+    ]
+
+    def __init__(self, rows: Sequence[CheckpointRow], now: datetime) -> None:
+        super().__init__()
+        self.rows = list(rows)
+        self.now = now
+        self.use_typed = False
+        self.plan: TtlPlan | None = None
+        self.limit = PREVIEW_ROWS
+
+    def compose(self) -> ComposeResult:
+        count = len(self.rows)
+        with Vertical(id="ttl-box"):
+            title = f"Set the expiry of {count} checkpoint{'s' if count != 1 else ''}"
+            yield Static(Text(title), id="ttl-title")
+            with Horizontal(id="ttl-choices"):
+                prompts = [f"{n}  {preset.label}" for n, preset in enumerate(PRESETS, 1)]
+                yield OptionList(*prompts, id="ttl-presets")
+                with Vertical(id="ttl-typed"):
+                    yield Label("Or type how long from now, or a date (UTC):")
+                    yield Input(placeholder="36h, 2w, 1d12h, 2026-12-03, never", id="ttl-input")
+                    yield Label("tab: switch · enter: apply · esc: cancel", classes="hint")
+            yield Static("", id="ttl-error", markup=False)
+            yield Static("", id="ttl-summary")
+            yield Static("", id="ttl-preview")
+            with Horizontal(id="ttl-buttons"):
+                yield Button("Apply", variant="primary", id="ttl-apply")
+                yield Button("Cancel", id="ttl-cancel")
+
+    def on_mount(self) -> None:
+        presets = self.query_one("#ttl-presets", OptionList)
+        if presets.highlighted is None:  # a key may have picked one already
+            presets.highlighted = 0
+        self.fit_to(self.app.size.height)
+        self.refresh_plan()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_to(event.size.height)
+        self.refresh_plan()
+
+    def fit_to(self, height: int) -> None:
+        self.limit = max(2, min(PREVIEW_ROWS, height - TTL_FIXED_LINES))
+
+    # --- choosing ----------------------------------------------------------------------------
+    def current_choice(self) -> TtlChoice:
+        """The typed value if that is what the user last worked on, else the highlighted preset."""
+        text = self.query_one("#ttl-input", Input).value
+        if self.use_typed and text.strip():
+            return typed_choice(text, self.now)
+        index = self.query_one("#ttl-presets", OptionList).highlighted
+        return PRESETS[index or 0]
+
+    def refresh_plan(self) -> None:
+        """Recompute the plan and show it, or show why there is none and disable Apply."""
+        error = self.query_one("#ttl-error", Static)
+        try:
+            self.plan = make_plan(self.rows, self.current_choice(), self.now)
+        except TtlError as exc:
+            self.plan = None
+            error.update(str(exc))
+        else:
+            error.update("")
+        error.display = self.plan is None
+        self.query_one("#ttl-apply", Button).disabled = self.plan is None
+        self.show_preview()
+
+    def show_preview(self) -> None:
+        summary = self.query_one("#ttl-summary", Static)
+        preview = self.query_one("#ttl-preview", Static)
+        summary.display = preview.display = self.plan is not None
+        if self.plan is None:
+            return
+        summary.update(plan_summary(self.rows, self.plan))
+        table = preview_table(self.rows, self.plan, self.now, self.limit)
+        more = more_line(min(self.limit, len(self.rows)), len(self.rows))
+        preview.update(table if more is None else _stack(table, more))
+
+    def action_pick(self, index: int) -> None:
+        """Keys 1-5: highlight a preset (the preview shows it; enter or Apply applies it)."""
+        presets = self.query_one("#ttl-presets", OptionList)
+        presets.highlighted = index
+        presets.focus()
+        self.use_typed = False
+        self.refresh_plan()
+
+    @on(OptionList.OptionHighlighted, "#ttl-presets")
+    def preset_highlighted(self) -> None:
+        self.use_typed = False
+        self.refresh_plan()
+
+    @on(OptionList.OptionSelected, "#ttl-presets")
+    def preset_selected(self) -> None:
+        self.use_typed = False
+        self.apply()
+
+    @on(Input.Changed, "#ttl-input")
+    def typed(self, event: Input.Changed) -> None:
+        self.use_typed = bool(event.value.strip())
+        self.refresh_plan()
+
+    @on(Input.Submitted, "#ttl-input")
+    def submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():  # enter in an empty box must not apply the preset behind it
+            self.app.bell()
+            return
+        self.use_typed = True
+        self.refresh_plan()
+        self.apply()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Whichever of the presets and the input has focus is what Apply applies."""
+        if event.widget.id in ("ttl-presets", "ttl-input"):
+            self.use_typed = event.widget.id == "ttl-input"
+            self.refresh_plan()
+
+    # --- leaving -----------------------------------------------------------------------------
+    @on(Button.Pressed, "#ttl-apply")
+    def apply(self) -> None:
+        if self.plan is None:
+            self.app.bell()
+            return
+        self.dismiss(self.plan)
+
+    @on(Button.Pressed, "#ttl-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _stack(table: Table, more: Text) -> Table:
+    """The table with a last line under it (one renderable, so one Static shows both)."""
+    outer = Table.grid(expand=True)
+    outer.add_row(table)
+    outer.add_row(more)
+    return outer

@@ -1,0 +1,179 @@
+"""Check `ckpt-tui serve` against the official tinker CLI and SDK (not part of CI).
+
+    python scripts/check_tinker_cli.py [--tinker-venv /work/tinkervenv] [--verbose]
+
+Starts the local server (with an API key, so the SDK's auth header is exercised too) over a
+temporary store seeded with three runs, then runs each `tinker` CLI command and a RestClient
+script from the given virtualenv against it, and checks both the exit code and what changed in
+the store. Prints one line per step and exits 1 if any step failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ckpt_tui.api_types import format_time
+from ckpt_tui.server import create_app
+from ckpt_tui.store import NotFoundError, Store
+from tests.support.live_server import run_server
+from tests.support.seed import seed_store
+
+API_KEY = "tml-check-key"
+P0 = "tinker://run-000/weights/0000"
+Check = Callable[[Store, str], bool]
+
+
+@dataclass(frozen=True)
+class Step:
+    what: str
+    argv: list[str]
+    check: Check
+    expect_success: bool = True
+
+
+def exists(store: Store, run_id: str, checkpoint_id: str) -> bool:
+    try:
+        store.get_checkpoint(run_id, checkpoint_id)
+    except NotFoundError:
+        return False
+    return True
+
+
+def ids(store: Store, run_id: str) -> list[str]:
+    return sorted(c.checkpoint_id for c in store.list_run_checkpoints(run_id))
+
+
+def p0_public(store: Store) -> bool:
+    return store.get_checkpoint("run-000", "weights/0000").public
+
+
+def p0_expires(store: Store) -> bool:
+    return store.get_checkpoint("run-000", "weights/0000").expires_at is not None
+
+
+def says(*words: str) -> Check:
+    return lambda store, out: all(word in out for word in words)
+
+
+def cli_steps(store: Store) -> list[Step]:
+    """The CLI commands to try, each with what must hold afterwards."""
+    times = {c.checkpoint_id: c.time for c in store.list_run_checkpoints("run-001")}
+    after, before = format_time(times["weights/0000"]), format_time(times["weights/0003"])
+    ck = ["checkpoint"]
+    paths = [f"tinker://run-000/weights/000{i}" for i in (2, 3)]
+    return [
+        Step("list", [*ck, "list"], says("run-000", "run-002")),
+        Step("list run", [*ck, "list", "--run-id", "run-000"], says("weights/0003")),
+        Step("info", [*ck, "info", P0], says("weights/0000", "run-000", "Rank 32")),
+        Step("publish", [*ck, "publish", P0], lambda s, out: p0_public(s)),
+        Step("unpublish", [*ck, "unpublish", P0], lambda s, out: not p0_public(s)),
+        Step("ttl", [*ck, "set-ttl", P0, "--ttl", "7200"], lambda s, out: p0_expires(s)),
+        Step("no ttl", [*ck, "set-ttl", P0, "--remove"], lambda s, out: not p0_expires(s)),
+        Step("delete paths", [*ck, "delete", *paths, "-y"],
+             lambda s, out: ids(s, "run-000") == ["weights/0000", "weights/0001"]),
+        Step("delete filtered",
+             [*ck, "delete", "--run-id", "run-001", "--type", "weights", "--before", before,
+              "--after", after, "-y"],
+             lambda s, out: ids(s, "run-001")
+             == ["sampler_weights/0000", "weights/0000", "weights/0003"]),
+        Step("run list", ["run", "list"], says("run-000", "run-001", "run-002")),
+        Step("run info", ["run", "info", "run-002"], says("run-002", "Qwen/Qwen3-8B")),
+        Step("json list", ["--format", "json", *ck, "list"], says('"checkpoints"')),
+        Step("unknown", [*ck, "info", "tinker://run-000/weights/9"],
+             lambda s, out: "Traceback" not in out and "not found" in out.lower(),
+             expect_success=False),
+        Step("unknown run", ["run", "info", "nope"],
+             lambda s, out: "Traceback" not in out and "not found" in out.lower(),
+             expect_success=False),
+    ]  # fmt: skip
+
+
+SDK_SCRIPT = """
+import tinker
+rc = tinker.RestClient()
+page = rc.list_user_checkpoints(limit=2, offset=1).result()
+assert len(page.checkpoints) == 2 and page.cursor.total_count >= 6, page
+runs = rc.list_training_runs(limit=2).result()
+assert runs.cursor.total_count == 3 and len(runs.training_runs) == 2, runs
+run = rc.get_training_run("run-002").result()
+assert run.lora_rank == 32 and run.last_checkpoint is not None, run
+listed = rc.list_checkpoints("run-002").result()
+assert [c.checkpoint_id for c in listed.checkpoints][0] == "weights/0000", listed
+path = listed.checkpoints[0].tinker_path
+info = rc.get_weights_info_by_tinker_path(path).result()
+assert info.base_model == "Qwen/Qwen3-8B" and info.is_lora, info
+assert rc.get_training_run_by_tinker_path(path).result().training_run_id == "run-002"
+rc.publish_checkpoint_from_tinker_path(path).result()
+rc.unpublish_checkpoint_from_tinker_path(path).result()
+rc.set_checkpoint_ttl_from_tinker_path(path, 86400).result()
+rc.set_checkpoint_ttl_from_tinker_path(path, None).result()
+rc.delete_checkpoint_from_tinker_path(path).result()
+try:
+    rc.get_training_run("no-such-run").result()
+except tinker.NotFoundError:
+    pass
+else:
+    raise AssertionError("expected NotFoundError")
+print("SDK OK")
+"""
+
+
+def run_tinker(argv: list[str], env: dict[str, str], verbose: bool) -> tuple[int, str]:
+    result = subprocess.run(
+        argv, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    output = result.stdout + result.stderr
+    if verbose:
+        print(output)
+    return result.returncode, output
+
+
+def seeded(root: Path) -> Store:
+    store = Store.open(root)
+    seed_store(store, runs=3, per_run=4)
+    time = store.get_checkpoint("run-001", "weights/0001").time + timedelta(seconds=30)
+    store.add_checkpoint("run-001", "sampler_weights/0000", {"adapter.bin": b"s"}, created=time)
+    return store
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--tinker-venv", type=Path, default=Path("/work/tinkervenv"))
+    parser.add_argument("--verbose", action="store_true", help="print each command's output")
+    args = parser.parse_args()
+    venv = args.tinker_venv.resolve()
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="ckpt-tinker-check-") as tmp:
+        store = seeded(Path(tmp) / "store")
+        with run_server(create_app(store, api_key=API_KEY)) as url:
+            env = {**os.environ, "TINKER_BASE_URL": url, "TINKER_API_KEY": API_KEY,
+                   "HOME": tmp, "COLUMNS": "250"}  # fmt: skip
+            steps = cli_steps(store)
+            commands = [([str(venv / "bin" / "tinker"), *s.argv], s) for s in steps]
+            sdk = Step("SDK RestClient", ["python", "-c", "..."], lambda s, out: "SDK OK" in out)
+            commands.append(([str(venv / "bin" / "python"), "-c", SDK_SCRIPT], sdk))
+            for argv, step in commands:
+                code, output = run_tinker(argv, env, args.verbose)
+                ok = (code == 0) == step.expect_success and step.check(store, output)
+                failures += not ok
+                shown = " ".join(["tinker", *step.argv]) if step is not sdk else step.what
+                print(f"{'PASS' if ok else 'FAIL'}  exit {code}  {shown}")
+                if not ok and not args.verbose:
+                    print("      " + output.strip().replace("\n", "\n      ")[-2000:])
+        store.close()
+    print(f"{len(commands) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

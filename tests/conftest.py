@@ -1,0 +1,37 @@
+"""Fixtures shared by the whole suite: a store on a fixed clock and a real server over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from ckpt_tui.clock import FixedClock
+from ckpt_tui.server import create_app
+from ckpt_tui.store import Store
+from tests.support.live_server import run_server
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    """A clock standing at T0; tests move it with `advance`."""
+    return FixedClock(T0)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FixedClock) -> Iterator[Store]:
+    """An empty store in `tmp_path/store`, closed after the test."""
+    opened = Store.open(tmp_path / "store", clock)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def server_url(store: Store) -> Iterator[str]:
+    """Base URL of a real uvicorn server over `store`, without auth or background sweep."""
+    with run_server(create_app(store, sweep_interval=None)) as url:
+        yield url

@@ -1,0 +1,105 @@
+"""The publish question and the session log screen, through a real Textual pilot."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
+from ckpt_tui.tui.screens.session_log import SessionLogScreen
+from ckpt_tui.tui.session_log import LogEntry, SessionLog
+from tests.test_dialogs_support import NOW, DialogApp, screen_text
+
+
+def publish_app() -> DialogApp[PublishChoice | None]:
+    return DialogApp(lambda: PublishDialog(public_count=3, private_count=5))
+
+
+@pytest.mark.parametrize(
+    ("button", "expected"),
+    [("#publish", "publish"), ("#unpublish", "unpublish"), ("#cancel", None)],
+)
+async def test_each_button_returns_its_choice(button: str, expected: str | None) -> None:
+    app = publish_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "publish the 5, or unpublish the 3?" in screen_text(app)
+        await pilot.click(button)
+        await pilot.pause()
+    assert app.results == [expected]
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"), [(("enter",), None), (("escape",), None), (("p",), "publish")]
+)
+async def test_cancel_is_focused_and_keys_choose(
+    keys: tuple[str, ...], expected: str | None
+) -> None:
+    app = publish_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "cancel"
+        await pilot.press(*keys)
+        await pilot.pause()
+    assert app.results == [expected]
+
+
+def sample_log() -> SessionLog:
+    """Three actions; the delete failed on two checkpoints (one with brackets in its name)."""
+    log = SessionLog()
+    log.add(
+        LogEntry(
+            NOW - timedelta(minutes=9),
+            "publish",
+            "Published 2",
+            [
+                ("tinker://run-a/sampler_weights/final", True, ""),
+                ("tinker://run-a/sampler_weights/000100", True, ""),
+            ],
+        )
+    )
+    items = [(f"tinker://run-b/weights/{n:06d}", True, "") for n in range(38)]
+    items += [
+        ("tinker://run-b/weights/[bold]odd[/bold]", False, "404: checkpoint not found"),
+        ("tinker://run-b/weights/000999", False, "409: [conflict] in use"),
+    ]
+    log.add(LogEntry(NOW - timedelta(minutes=3), "delete", "Deleted 38 of 40; 2 failed", items))
+    log.add(
+        LogEntry(
+            NOW - timedelta(seconds=30),
+            "ttl",
+            "Extend by 7 days: 1 checkpoint",
+            [
+                ("tinker://run-a/weights/000100", True, ""),
+            ],
+        )
+    )
+    return log
+
+
+async def test_session_log_lists_newest_first_with_failures_literally() -> None:
+    app: DialogApp[None] = DialogApp(lambda: SessionLogScreen(sample_log(), NOW))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert text.index("ttl") < text.index("delete") < text.index("publish")
+        assert "Deleted 38 of 40; 2 failed" in text and "✓ 38 ok" in text
+        assert "tinker://run-b/weights/[bold]odd[/bold]: 404: checkpoint not found" in text
+        assert "409: [conflict] in use" in text
+        assert "000005" not in text  # ok items are only counted
+        assert "23:57:00" in text and "3 minutes ago" in text
+        await pilot.press("L")
+        await pilot.pause()
+    assert app.results == [None]
+
+
+@pytest.mark.parametrize("key", ["escape", "q"])
+async def test_empty_log_says_so_and_closes(key: str) -> None:
+    app: DialogApp[None] = DialogApp(lambda: SessionLogScreen(SessionLog(), NOW))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Nothing has been changed" in screen_text(app)
+        await pilot.press(key)
+        await pilot.pause()
+    assert app.results == [None]

@@ -1,0 +1,88 @@
+"""Snapshots of each dialog at fixed times (look at the SVGs when they change)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from textual.pilot import Pilot
+from textual.screen import ModalScreen
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.publish_dialog import PublishDialog
+from ckpt_tui.tui.screens.session_log import SessionLogScreen
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
+from tests.test_dialogs_publish_log import sample_log
+from tests.test_dialogs_support import NOW, DialogApp, ckpt, flagged, many_rows, rows_of
+
+SnapCompare = Callable[..., bool]
+
+
+def pressing(*keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """A `run_before` that waits for the dialog to open (a worker pushes it), then presses keys."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        for _ in range(100):
+            if isinstance(pilot.app.screen, ModalScreen) and pilot.app.focused is not None:
+                break
+            await pilot.pause()
+        assert isinstance(pilot.app.screen, ModalScreen), "the dialog did not open"
+        await pilot.press(*keys)
+
+    return run_before
+
+
+def mixed_rows() -> list[CheckpointRow]:
+    """Past, future and never expiries; a name with brackets; a long run name."""
+    rows = rows_of(
+        ckpt("000100", -5),
+        ckpt("000200", 48),
+        ckpt("[final]", None),
+        ckpt("sampler-with-a-rather-long-name-000300", 2, run="run-with-a-long-name-b"),
+    )
+    return [*rows[:2], flagged(rows[2], final=True), rows[3]]
+
+
+def risky_rows() -> list[CheckpointRow]:
+    rows = rows_of(ckpt("final", None), ckpt("000300", 5), ckpt("pub", 5, public=True))
+    return [flagged(rows[0], final=True), flagged(rows[1], resume=True), rows[2]]
+
+
+def test_ttl_with_preview(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: TtlDialog([*mixed_rows(), *many_rows(9)], NOW))
+    assert snap_compare(app, run_before=pressing("2"), terminal_size=(120, 36))
+
+
+def test_ttl_refusing_a_typed_value_small(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: TtlDialog(mixed_rows(), NOW))
+    assert snap_compare(app, run_before=pressing("tab", *"5m"), terminal_size=(80, 24))
+
+
+def test_ttl_many_rows_small(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: TtlDialog(many_rows(12), NOW))
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_delete_small_safe_set(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: DeleteDialog(rows_of(ckpt("000100", 5), ckpt("000200", 48)), 0, NOW))
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_delete_with_warnings_and_typed_word(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW))
+    assert snap_compare(app, terminal_size=(120, 36))
+
+
+def test_delete_typed_word_after_y_small(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW))
+    assert snap_compare(app, run_before=pressing("y", *"dele"), terminal_size=(80, 24))
+
+
+def test_publish(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: PublishDialog(3, 5))
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_session_log(snap_compare: SnapCompare) -> None:
+    app = DialogApp(lambda: SessionLogScreen(sample_log(), NOW))
+    assert snap_compare(app, terminal_size=(120, 36))
