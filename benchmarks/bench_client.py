@@ -1,14 +1,15 @@
 """Benchmark loading every checkpoint: concurrent pages (this client) vs one page after another.
 
     python benchmarks/bench_client.py [--runs 2000] [--per-run 50] [--page-size 1000]
-        [--concurrency 8] [--latency 0.05] [--repeats 3] [--dir DIR]
+        [--concurrency 16] [--latency 0.05] [--repeats 3] [--dir DIR]
 
 Builds a store of runs x per-run checkpoints (folders written straight to disk, as
 bench_server.py does), serves it with a real uvicorn server in a separate process through
 tests/faulty_app.py with `--latency` seconds added to every request (a distant server), then
 times `CheckpointClient.list_all_checkpoints` against a sequential loop over offsets with the
-same page size (what `tinker checkpoint list --limit=0` does). Prints the medians and their
-ratio; asserts nothing. Target: concurrent at least 5x faster.
+same page size (what `tinker checkpoint list --limit=0` does). One untimed load first warms the
+server (its first answers encode every checkpoint once; that cold time is printed too), then
+the medians and their ratio; asserts nothing. Target: concurrent at least 5x faster.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bench_server import write_store
 
 from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client.client import PAGE_CONCURRENCY
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.faulty_app import FaultyApp
@@ -68,6 +70,9 @@ async def time_both(url: str, args: argparse.Namespace) -> tuple[list[float], li
     concurrent: list[float] = []
     async with CheckpointClient(Backend.remote(url)) as client:
         expected = (await client.list_checkpoints(1, 0)).total
+        start = time.perf_counter()
+        await load_concurrently(client, args.page_size, args.concurrency)
+        print(f"  first load after the server started (cold): {time.perf_counter() - start:.2f} s")
         for _ in range(args.repeats):
             start = time.perf_counter()
             got = await load_concurrently(client, args.page_size, args.concurrency)
@@ -110,7 +115,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--per-run", type=int, default=50)
     parser.add_argument("--page-size", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=PAGE_CONCURRENCY)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None, help="reuse a store built here before")

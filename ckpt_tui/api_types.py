@@ -30,7 +30,9 @@ def format_time(value: datetime) -> str:
 
 def parse_time(text: str) -> datetime:
     """Parse an ISO-8601 time; a time with no zone is taken as UTC."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if text.endswith("Z"):  # the common case, and the fast one: lists hold 100,000 of these
+        return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
+    value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)

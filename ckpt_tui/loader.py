@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
+from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
 
@@ -44,6 +45,7 @@ class Snapshot:
     checkpoints: list[Checkpoint]
     discovery: Discovery
     weights_info: dict[str, WeightsInfo] = field(default_factory=dict)
+    row_cache: RowCache = field(default_factory=RowCache, repr=False)
     catalog: Catalog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -52,7 +54,7 @@ class Snapshot:
     def rebuild(self) -> None:
         """Join again, e.g. after the log dirs were re-read."""
         self.catalog = build_catalog(
-            self.runs, self.checkpoints, self.discovery.log_dirs, self.weights_info
+            self.runs, self.checkpoints, self.discovery.log_dirs, self.weights_info, self.row_cache
         )
 
     @property

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
 
 from ckpt_tui.api_types import Checkpoint, TinkerPath, TrainingRun, WeightsInfo
-from ckpt_tui.catalog.rows import CheckpointRow, RowState, RunSummary
+from ckpt_tui.catalog.rows import CheckpointRow, RowState, RunSummary, soonest_expiry
 from ckpt_tui.catalog.sizing import RunSizer
 from ckpt_tui.logdirs import LogDir
 from ckpt_tui.records import CheckpointRecord, last_checkpoint, record_paths
+from ckpt_tui.sizes import SizeTotal, total
+
+NOT_METRICS = frozenset(
+    {"step", "batch", "epoch", "global_step", "params", "lora_rank", "lora_alpha", "shards",
+     "checkpoint_index"}
+)  # fmt: skip
+"""Numeric keys that are positions or facts (store discovery metadata), not metrics."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,13 @@ def index_log_dirs(log_dirs: Sequence[LogDir]) -> LogIndex:
 
 
 def numbers_of(values: Mapping[str, object]) -> dict[str, float]:
-    """The numeric values of a record's extra keys or a checkpoint's string metadata."""
+    """The numeric values of a record's extra keys or a checkpoint's string metadata.
+
+    Keys in NOT_METRICS (steps, counts) are left out.
+    """
     found: dict[str, float] = {}
     for key, value in values.items():
-        if isinstance(value, bool):
+        if isinstance(value, bool) or key in NOT_METRICS:
             continue
         if isinstance(value, (int, float)):
             found[key] = float(value)
@@ -77,17 +89,6 @@ def int_or_none(value: object) -> int | None:
     return None
 
 
-def haystack_of(
-    run_name: str, path: str, ckpt: Checkpoint | None, rec: CheckpointRecord | None
-) -> str:
-    parts = [run_name, path]
-    if ckpt is not None and ckpt.user_metadata:
-        parts.extend(f"{k}={v}" for k, v in ckpt.user_metadata.items())
-    if rec is not None:
-        parts.extend(f"{k}={v}" for k, v in rec.extra.items())
-    return "\n".join(parts).lower()
-
-
 def make_row(
     run_name: str,
     path: TinkerPath,
@@ -97,31 +98,50 @@ def make_row(
 ) -> CheckpointRow:
     record = None if ref is None else ref.record
     metadata: Mapping[str, object] = (ckpt.user_metadata or {}) if ckpt else {}
-    source: Mapping[str, object] = record.to_dict() if record else metadata
     if ckpt is None:
         state, size = RowState.MISSING, sizer.unknown_missing()
     else:
         state = RowState.TRACKED if record else RowState.UNTRACKED
         size = sizer.size_of(ckpt)
-    metrics = numbers_of(record.extra if record else metadata)
+    if record is not None:
+        step: object = record.batch if record.batch is not None else record.extra.get("step")
+        epoch: object = record.epoch
+    else:
+        step, epoch = metadata.get("batch", metadata.get("step")), metadata.get("epoch")
+    metrics = numbers_of(record.extra if record else metadata) if (record or metadata) else {}
+    text = ckpt.tinker_path if ckpt is not None else str(path)
     return CheckpointRow(
         run_id=path.run_id,
         run_name=run_name,
         checkpoint_id=path.checkpoint_id,
-        tinker_path=str(path),
+        tinker_path=text,
         checkpoint_type=path.checkpoint_type,
         state=state,
         server=ckpt,
         record=record,
-        step=int_or_none(source.get("batch", source.get("step"))),
-        epoch=int_or_none(source.get("epoch")),
-        metrics={k: v for k, v in metrics.items() if k not in ("step", "batch", "epoch")},
+        step=int_or_none(step),
+        epoch=int_or_none(epoch),
+        metrics=metrics,
         size=size,
-        final=bool(record and record.final),
-        resume_point=bool(ref and ref.resume_point),
+        final=bool(record and record.final) or metadata.get("best") == "true",
+        resume_point=bool(ref and ref.resume_point) or metadata.get("resume_point") == "true",
         rolling=bool(record and record.is_rolling),
-        haystack=haystack_of(run_name, str(path), ckpt, record),
     )
+
+
+def path_of(run_id: str, ckpt: Checkpoint) -> TinkerPath:
+    """The checkpoint's tinker path, without re-parsing it when it is the expected one."""
+    if ckpt.tinker_path == f"tinker://{run_id}/{ckpt.checkpoint_id}":
+        return TinkerPath(run_id, ckpt.checkpoint_type, ckpt.checkpoint_id)
+    return TinkerPath.parse(ckpt.tinker_path)
+
+
+def run_id_of(ckpt: Checkpoint) -> str:
+    """The run a checkpoint belongs to, read from its tinker path."""
+    text = ckpt.tinker_path
+    if text.startswith("tinker://"):
+        return text[len("tinker://") :].split("/", 1)[0]
+    return TinkerPath.parse(text).run_id  # raises with the reason
 
 
 @dataclass
@@ -141,6 +161,19 @@ class Catalog:
 
     def run(self, run_id: str) -> RunSummary | None:
         return self._by_id.get(run_id)
+
+    @cached_property
+    def stored_rows(self) -> list[CheckpointRow]:
+        """Rows the server still has (not the missing ones)."""
+        return [row for row in self.rows if not row.is_missing]
+
+    @cached_property
+    def stored_size(self) -> SizeTotal:
+        return total(row.size for row in self.stored_rows)
+
+    @cached_property
+    def soonest_expiry(self) -> datetime | None:
+        return soonest_expiry(self.stored_rows)
 
 
 def ordered_run_ids(
@@ -163,12 +196,48 @@ def info_for(run: TrainingRun | None, log_dir: LogDir | None) -> WeightsInfo | N
     return None
 
 
+class RowCache:
+    """Rows of the previous join, reused when their inputs are equal.
+
+    While pages arrive the view is re-joined every half second, and a poll re-joins it all
+    again; reusing unchanged rows makes that a dictionary lookup per row instead of a new row.
+    Rows with estimated sizes are always rebuilt, since calibration depends on their run.
+    """
+
+    def __init__(self) -> None:
+        self._old: dict[str, tuple[object, CheckpointRow]] = {}
+        self._new: dict[str, tuple[object, CheckpointRow]] = {}
+
+    def row(
+        self,
+        run_name: str,
+        path: TinkerPath,
+        ckpt: Checkpoint | None,
+        ref: RecordRef | None,
+        sizer: RunSizer,
+    ) -> CheckpointRow:
+        key = ckpt.tinker_path if ckpt is not None else str(path)
+        inputs = (run_name, ckpt, ref)
+        hit = self._old.get(key)
+        if hit is not None and hit[0] == inputs and (ckpt is None or ckpt.size_bytes is not None):
+            self._new[key] = hit
+            return hit[1]
+        row = make_row(run_name, path, ckpt, ref, sizer)
+        self._new[key] = (inputs, row)
+        return row
+
+    def finish(self) -> None:
+        """Forget rows this join did not use."""
+        self._old, self._new = self._new, {}
+
+
 def summarize_run(
     run_id: str,
     run: TrainingRun | None,
     checkpoints: list[Checkpoint],
     index: LogIndex,
     info: WeightsInfo | None,
+    cache: RowCache,
 ) -> RunSummary:
     log_dir = index.log_dir_of_run.get(run_id)
     info = info or info_for(run, log_dir)
@@ -184,13 +253,13 @@ def summarize_run(
     sizer = RunSizer(info, checkpoints)
     on_server = {ckpt.tinker_path for ckpt in checkpoints}
     for ckpt in sorted(checkpoints, key=lambda c: (c.time, c.checkpoint_id)):
-        path = TinkerPath.parse(ckpt.tinker_path)
+        path = path_of(run_id, ckpt)
         ref = index.by_path.get(ckpt.tinker_path)
-        summary.rows.append(make_row(summary.display_name, path, ckpt, ref, sizer))
+        summary.rows.append(cache.row(summary.display_name, path, ckpt, ref, sizer))
     for text in index.paths_of_run.get(run_id, []):
         if text not in on_server:
             path, ref = TinkerPath.parse(text), index.by_path[text]
-            summary.rows.append(make_row(summary.display_name, path, None, ref, sizer))
+            summary.rows.append(cache.row(summary.display_name, path, None, ref, sizer))
     summary.metric_keys = metric_keys(summary.rows)
     return summary
 
@@ -201,7 +270,8 @@ def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:
     for tracked_first in (True, False):
         for row in rows:
             if (row.record is not None) == tracked_first:
-                keys.update(dict.fromkeys(row.metrics))
+                for key in row.metrics:
+                    keys.setdefault(key)
     return list(keys)
 
 
@@ -210,18 +280,29 @@ def build_catalog(
     checkpoints: Sequence[Checkpoint],
     log_dirs: Sequence[LogDir],
     weights_info: Mapping[str, WeightsInfo] | None = None,
+    cache: RowCache | None = None,
 ) -> Catalog:
-    """Join server runs and checkpoints with the log dirs whose records name them."""
+    """Join server runs and checkpoints with the log dirs whose records name them.
+
+    Pass the same `cache` to successive joins of a growing or refreshed list to reuse rows.
+    """
+    cache = cache or RowCache()
     index = index_log_dirs(log_dirs)
     by_run: dict[str, list[Checkpoint]] = {}
     for ckpt in checkpoints:
-        by_run.setdefault(TinkerPath.parse(ckpt.tinker_path).run_id, []).append(ckpt)
+        by_run.setdefault(run_id_of(ckpt), []).append(ckpt)
     server_runs = {run.training_run_id: run for run in runs}
     infos = weights_info or {}
     summaries = [
         summarize_run(
-            run_id, server_runs.get(run_id), by_run.get(run_id, []), index, infos.get(run_id)
+            run_id,
+            server_runs.get(run_id),
+            by_run.get(run_id, []),
+            index,
+            infos.get(run_id),
+            cache,
         )
         for run_id in ordered_run_ids(runs, by_run, index)
     ]
+    cache.finish()
     return Catalog(summaries, list(index.problems))

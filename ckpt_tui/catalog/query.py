@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Literal
 
 from ckpt_tui.catalog.rows import CheckpointRow
@@ -46,26 +47,28 @@ class Sort:
         return f"{label} {'↓' if self.reverse else '↑'}"
 
 
+SORT_ATTRIBUTES: dict[SortKey, str] = {
+    "created": "created_key",
+    "size": "size.bytes",
+    "expiry": "expires_key",
+    "name": "name_key",
+}
+
+
 def value_getter(sort: Sort) -> Callable[[CheckpointRow], object]:
-    if sort.key == "created":
-        return lambda row: row.created
-    if sort.key == "size":
-        return lambda row: row.size.bytes
-    if sort.key == "expiry":
-        return lambda row: row.expires_at
-    if sort.key == "name":
-        return lambda row: (row.run_name.lower(), row.name.lower())
+    if sort.key != "metric":
+        return attrgetter(SORT_ATTRIBUTES[sort.key])
     metric = sort.metric
     return lambda row: None if metric is None else row.metrics.get(metric)
 
 
 def sort_rows(rows: Sequence[CheckpointRow], sort: Sort) -> list[CheckpointRow]:
-    """A stable sort by the chosen key; ties keep run and step order."""
+    """A stable sort by the chosen key; rows without a value for it go last, in their order."""
     get = value_getter(sort)
-    valued = [(value, row) for row in rows if (value := get(row)) is not None]
+    valued = [row for row in rows if get(row) is not None]
     empty = [row for row in rows if get(row) is None]
-    valued.sort(key=lambda pair: pair[0], reverse=sort.reverse)  # type: ignore[arg-type,return-value]
-    return [row for _, row in valued] + empty
+    valued.sort(key=get, reverse=sort.reverse)  # type: ignore[arg-type]
+    return valued + empty
 
 
 def filter_rows(rows: Sequence[CheckpointRow], text: str) -> list[CheckpointRow]:

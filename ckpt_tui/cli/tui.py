@@ -14,6 +14,7 @@ from ckpt_tui.cli.common import (
 )
 from ckpt_tui.client import ClientError
 from ckpt_tui.clock import clock_from_environ
+from ckpt_tui.cost import STORAGE_RATE_ENV, RateError, resolve_storage_rate
 
 
 def add_tui_args(parser: argparse.ArgumentParser) -> None:
@@ -28,12 +29,18 @@ def add_tui_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--readonly", action="store_true", help="browse only: publish, TTL and delete are off"
     )
+    parser.add_argument(
+        "--storage-rate",
+        metavar="USD_PER_GIB_MONTH",
+        help=f"show monthly storage costs at this rate (else ${STORAGE_RATE_ENV}; else none)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        rate = resolve_storage_rate(args.storage_rate)
         backend = backend_from_args(args)
-    except NoBackendError as exc:
+    except (NoBackendError, RateError) as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
@@ -47,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         clock=clock_from_environ(),
         poll_interval=args.poll,
         readonly=args.readonly,
+        storage_rate=rate,
     )
     app.run()
     return 0

@@ -29,6 +29,8 @@ from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
 CheckpointRef = TinkerPath | str | Checkpoint
 AccessScope = Literal["owned", "accessible"]
 API = "/api/v1"
+PAGE_CONCURRENCY = 16
+"""Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
 
 
 @dataclass(frozen=True)
@@ -251,13 +253,16 @@ class CheckpointClient:
 
     # --- whole lists -------------------------------------------------------------------------
     def iter_checkpoint_pages(
-        self, page_size: int = 1000, concurrency: int = 8
+        self, page_size: int = 1000, concurrency: int = PAGE_CONCURRENCY
     ) -> AsyncIterator[Page[Checkpoint]]:
         """Pages of `/checkpoints` as they arrive (any order; each knows its offset)."""
         return paging.iter_pages(self.list_checkpoints, page_size, concurrency)
 
     async def list_all_checkpoints(
-        self, page_size: int = 1000, concurrency: int = 8, on_progress: Progress | None = None
+        self,
+        page_size: int = 1000,
+        concurrency: int = PAGE_CONCURRENCY,
+        on_progress: Progress | None = None,
     ) -> list[Checkpoint]:
         """Every checkpoint, newest first, pages fetched concurrently, de-duplicated."""
         pages = self.iter_checkpoint_pages(page_size, concurrency)

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ckpt_tui.api_types import Cursor
+from ckpt_tui.server.encoding import CheckpointEncoder, json_bytes_response
 from ckpt_tui.server.errors import ApiError, guarded
 from ckpt_tui.server.params import (
     check_access_scope,
@@ -28,6 +29,9 @@ from ckpt_tui.store import Store
 
 RUNS_PAGE = 20
 CHECKPOINTS_PAGE = 100
+
+
+ENCODER = CheckpointEncoder()
 
 
 def _store(request: Request) -> Store:
@@ -67,7 +71,7 @@ async def get_run(request: Request) -> Response:
 async def list_run_checkpoints(request: Request) -> Response:
     store = _store(request)
     checkpoints = await run_in_threadpool(store.list_run_checkpoints, path_run_id(request))
-    return JSONResponse({"checkpoints": [c.to_json() for c in checkpoints], "cursor": None})
+    return json_bytes_response(ENCODER.list_body(checkpoints, None))
 
 
 async def list_checkpoints(request: Request) -> Response:
@@ -76,9 +80,7 @@ async def list_checkpoints(request: Request) -> Response:
     store = _store(request)
     checkpoints, total = await run_in_threadpool(store.list_checkpoints, page.offset, page.limit)
     cursor = Cursor(page.offset, page.limit, total)
-    return JSONResponse(
-        {"checkpoints": [c.to_json() for c in checkpoints], "cursor": cursor.to_json()}
-    )
+    return json_bytes_response(ENCODER.list_body(checkpoints, cursor.to_json()))
 
 
 async def checkpoint_action(request: Request) -> Response:

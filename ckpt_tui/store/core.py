@@ -14,10 +14,12 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from ckpt_tui.clock import Clock
 from ckpt_tui.store import trash
+from ckpt_tui.store.discover import FoundRun, discover, examine_run, watch_changed
 from ckpt_tui.store.errors import NotFoundError, ReadOnlyStoreError, StoreError
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.layout import (
@@ -26,14 +28,10 @@ from ckpt_tui.store.layout import (
     checked_run_id,
     is_real_dir,
     mtime_ns,
-    run_signature,
 )
 from ckpt_tui.store.meta import Key, MetaDB, Row
-from ckpt_tui.store.scan import RunScan, list_run_ids, scan_run
+from ckpt_tui.store.scan import RunScan, list_run_ids, scan_found, scan_run
 from ckpt_tui.store.times import to_us
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -71,6 +69,7 @@ class StoreCore:
         self._lock = threading.RLock()
         self._closed = False
         self._runs_mtime: int | None = None
+        self._discovery_watch: dict[str, int | None] = {}
         self._last_check = time.monotonic()
 
     def _now_us(self) -> int:
@@ -94,6 +93,12 @@ class StoreCore:
             else:
                 scans.append(scan)
                 stale.extend(scan.stale_keys)
+        tinker_ids = {scan.run.run_id for scan in scans}
+        for run in self._discover(tinker_ids):
+            scans.append(
+                scan_found(run, rows_by_run.pop(run.run_id, []), changes.get(run.run_id, 0))
+            )
+            stale.extend(scans[-1].stale_keys)
         for rows in rows_by_run.values():
             stale.extend(_keys(rows))
         found = {scan.run.run_id for scan in scans}
@@ -107,7 +112,15 @@ class StoreCore:
         """Bring one run in line with its folder (or forget it if the folder is gone)."""
         rows = self._meta.rows(run_id)
         old = self._index.runs.get(run_id)
-        scan = scan_run(self._layout, run_id, rows, 0 if old is None else old.last_change_us)
+        last_change = 0 if old is None else old.last_change_us
+        if old is not None and old.rel is not None:
+            found = examine_run(self.root, old.rel, run_id)
+            scan = None if found is None else scan_found(found, rows, last_change)
+        else:
+            scan = scan_run(self._layout, run_id, rows, last_change)
+        self._put_scan(run_id, rows, scan)
+
+    def _put_scan(self, run_id: str, rows: list[Row], scan: RunScan | None) -> None:
         if scan is None:
             self._meta.apply(delete=_keys(rows), drop_runs=[run_id])
             self._index.drop_run(run_id)
@@ -115,13 +128,34 @@ class StoreCore:
         self._meta.apply(upsert=scan.new_rows, delete=scan.stale_keys)
         self._index.put_run(scan.run, scan.entries, self._now_us())
 
+    # --- discovered runs (HF Trainer, torch.save, ... anywhere under the root) --------------
+    def _discover(self, tinker_ids: set[str]) -> list[FoundRun]:
+        """Walk the root for checkpoints outside `runs/`; remember what to watch."""
+        found = discover(self.root, reserved=tinker_ids)
+        self._discovery_watch = found.watch
+        return found.runs
+
+    def _rediscover_all(self) -> None:
+        """Walk again (a watched folder changed) and bring every discovered run in line."""
+        tinker_ids = {r.run_id for r in self._index.runs.values() if r.rel is None}
+        found = {run.run_id: run for run in self._discover(tinker_ids)}
+        old_ids = [r.run_id for r in self._index.runs.values() if r.rel is not None]
+        for run_id in sorted(set(old_ids) | found.keys()):
+            old = self._index.runs.get(run_id)
+            rows = self._meta.rows(run_id)
+            run = found.get(run_id)
+            last_change = 0 if old is None else old.last_change_us
+            self._put_scan(
+                run_id, rows, None if run is None else scan_found(run, rows, last_change)
+            )
+
     def _check_run(self, run_id: str) -> None:
         """Rescan `run_id` (already validated) if its folders changed since last seen."""
         run = self._index.runs.get(run_id)
         if run is None:
             if is_real_dir(self._layout.run_dir(run_id)):
                 self._rescan_run(run_id)
-        elif run_signature(run.path) != run.signature:
+        elif run.current_signature() != run.signature:
             self._rescan_run(run_id)
 
     def _notice_changes(self, force: bool = False) -> None:
@@ -132,10 +166,13 @@ class StoreCore:
         if runs_mtime != self._runs_mtime:
             self._runs_mtime = runs_mtime
             on_disk = set(list_run_ids(self._layout))
-            for run_id in sorted(on_disk ^ self._index.runs.keys()):
+            known = {r.run_id for r in self._index.runs.values() if r.rel is None}
+            for run_id in sorted(on_disk ^ known):
                 self._rescan_run(run_id)
+        if watch_changed(self._discovery_watch):
+            self._rediscover_all()
         for run in list(self._index.runs.values()):
-            if run_signature(run.path) != run.signature:
+            if run.current_signature() != run.signature:
                 self._rescan_run(run.run_id)
         self._last_check = time.monotonic()
 
@@ -184,7 +221,7 @@ class StoreCore:
     def _delete_entry(self, entry: CheckpointEntry, touch: bool) -> None:
         """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished."""
         run_id, checkpoint_id = entry.key
-        slot = trash.prepare(self._layout, run_id, checkpoint_id)
+        slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path)
         self._step("prepare")
         try:
             trash.move(self._layout, entry.path, slot)
@@ -213,7 +250,18 @@ class StoreCore:
         run = self._index.runs[run_id]
         if touch:
             self._touch(run, now_us)
-        run.signature = run_signature(run.path)
+        run.signature = run.current_signature()
+
+    def _adapters_based_on(self, entry: CheckpointEntry) -> list[str]:
+        """Tinker paths of discovered adapters whose base_model is `entry`'s folder (or in it)."""
+        target = entry.path.resolve()
+        users = []
+        for run in self._index.runs.values():
+            for other in run.checkpoints.values() if run.discovered else ():
+                base = (other.facts or {}).get("base_model", "")
+                if other is not entry and base and _is_inside(base, other.path, target):
+                    users.append(other.tinker_path)
+        return sorted(users)
 
     def _step(self, name: str) -> None:
         if self.delete_step_hook is not None:
@@ -222,3 +270,14 @@ class StoreCore:
 
 def _keys(rows: list[Row]) -> list[Key]:
     return [(row.run_id, row.checkpoint_id) for row in rows]
+
+
+def _is_inside(base: str, adapter: Path, target: Path) -> bool:
+    """Whether the base model path `base` (absolute, or relative to the adapter or the
+    working directory) is `target` or inside it. Hub names ("org/model") resolve nowhere."""
+    for candidate in (Path(base), adapter / base):
+        if candidate.exists():
+            real = candidate.resolve()
+            if real == target or target in real.parents:
+                return True
+    return False

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, checkpoint_type_of
-from ckpt_tui.store.layout import Signature
+from ckpt_tui.store.layout import Signature, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row
 from ckpt_tui.store.runinfo import RunInfo
 from ckpt_tui.store.times import from_us
@@ -26,10 +26,13 @@ class CheckpointEntry:
     """One checkpoint: its metadata row plus where its files are (`location`, folder or file).
 
     The location is data, not derived from the id, so other layouts can point anywhere.
+    `facts` are what discovery read from the files (format, step, incomplete...): shown in
+    user_metadata under the row's own keys, never stored in SQLite.
     """
 
     row: Row
     location: str
+    facts: dict[str, str] | None = None
     tinker_path: str = field(init=False)
     sort_key: SortKey = field(init=False)  # newest first, then by tinker path
     _cached: Checkpoint | None = field(default=None, init=False, repr=False)
@@ -57,30 +60,60 @@ class CheckpointEntry:
                 tinker_path=self.tinker_path,
                 size_bytes=row.size_bytes,
                 public=row.public,
-                user_metadata=None if row.user_metadata is None else dict(row.user_metadata),
+                user_metadata=self._user_metadata(),
                 expires_at=None if row.expires_us is None else from_us(row.expires_us),
             )
         return self._cached
+
+    def _user_metadata(self) -> dict[str, str] | None:
+        if self.facts is None:
+            return None if self.row.user_metadata is None else dict(self.row.user_metadata)
+        return {**self.facts, **(self.row.user_metadata or {})}
+
+    @property
+    def incomplete(self) -> bool:
+        """Still being written (or cut short): shown, never expired or swept."""
+        return self.facts is not None and self.facts.get("incomplete") == "true"
 
     def changed(self) -> None:
         self._cached = None
 
     def expired(self, now_us: int) -> bool:
-        return self.row.expires_us is not None and self.row.expires_us <= now_us
+        return (
+            self.row.expires_us is not None
+            and self.row.expires_us <= now_us
+            and not self.incomplete
+        )
 
 
 @dataclass(eq=False)
 class RunEntry:
-    """One run folder: run.json, its live checkpoints, and the mtimes last seen."""
+    """One run folder: run.json, its live checkpoints, and the mtimes last seen.
+
+    A discovered run (`ckpt_tui.store.discover`) has `rel`, its folder under the store root,
+    and `watch`, the paths whose mtimes make its signature.
+    """
 
     run_id: str
     path: Path
     info: RunInfo
     signature: Signature
     last_change_us: int = 0
+    rel: str | None = None
+    watch: tuple[str, ...] | None = None
     checkpoints: dict[str, CheckpointEntry] = field(default_factory=dict)
     _sorted: list[CheckpointEntry] | None = field(default=None, repr=False)
     _run: TrainingRun | None = field(default=None, repr=False)
+
+    @property
+    def discovered(self) -> bool:
+        return self.rel is not None
+
+    def current_signature(self) -> Signature:
+        """The signature as it is on disk now (compare with `signature`)."""
+        if self.watch is None:
+            return run_signature(self.path)
+        return tuple(mtime_ns(path) for path in self.watch)
 
     def changed(self) -> None:
         self._sorted = None
@@ -218,7 +251,7 @@ class Index:
             expires_us, run_id, checkpoint_id = heapq.heappop(heap)
             run = self.runs.get(run_id)
             entry = None if run is None else run.checkpoints.get(checkpoint_id)
-            if entry is not None and entry.row.expires_us == expires_us:
+            if entry is not None and entry.row.expires_us == expires_us and entry.expired(now_us):
                 self.remove(entry)
                 self.expired[entry.key] = entry
 

@@ -9,10 +9,11 @@ folder is dropped. Sizes of known checkpoints come from their rows
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ckpt_tui.names import UnsafeNameError, check_name, check_run_id
+from ckpt_tui.store.discover import FoundRun
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
 from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, measure_size, run_signature
 from ckpt_tui.store.meta import Key, Row
@@ -91,3 +92,29 @@ def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
     except OSError:
         return Row(run_id, checkpoint_id, 0, size_bytes=0)
     return Row(run_id, checkpoint_id, ns_to_us(top.st_mtime_ns), size_bytes=measure_size(path, top))
+
+
+def scan_found(found: FoundRun, rows: list[Row], last_change_us: int = 0) -> RunScan:
+    """A discovered run reconciled with its rows; sizes are re-measured at every discovery."""
+    run = RunEntry(
+        found.run_id, Path(found.path), found.info, found.signature, last_change_us,
+        rel=found.rel, watch=found.watch,
+    )  # fmt: skip
+    result = RunScan(run)
+    by_id = {checkpoint_id: (c, facts) for checkpoint_id, c, facts in found.checkpoints}
+    for row in rows:
+        item = by_id.pop(row.checkpoint_id, None)
+        if item is None:
+            result.stale_keys.append((found.run_id, row.checkpoint_id))
+            continue
+        checkpoint, facts = item
+        if row.size_bytes != checkpoint.size:
+            row = replace(row, size_bytes=checkpoint.size)
+            result.new_rows.append(row)
+        result.entries.append(CheckpointEntry(row, checkpoint.location, facts))
+    for checkpoint_id, (checkpoint, facts) in by_id.items():
+        created = ns_to_us(checkpoint.mtime_ns)
+        row = Row(found.run_id, checkpoint_id, created, size_bytes=checkpoint.size)
+        result.new_rows.append(row)
+        result.entries.append(CheckpointEntry(row, checkpoint.location, facts))
+    return result

@@ -231,6 +231,11 @@ class Store(StoreCore):
         )
         self._require_writable()
         run = self._run(run_id)
+        if run.discovered:
+            raise InvalidRequestError(
+                f"training run {run_id!r} is a folder found on disk ({run.path}); add checkpoints "
+                "to it by writing them there, or to a run made with create_run"
+            )
         dest = self._layout.checkpoint_dir(run_id, checkpoint_id)
         if (run_id, checkpoint_id) in self._index.expired or os.path.lexists(dest):
             raise ConflictError(f"checkpoint {checkpoint_id!r} already exists in run {run_id!r}")
@@ -265,7 +270,14 @@ class Store(StoreCore):
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
         """Crash-safe delete: rename into trash, commit metadata, remove files."""
         self._require_writable()
-        self._delete_entry(self._entry(run_id, checkpoint_id), touch=True)
+        entry = self._entry(run_id, checkpoint_id)
+        users = self._adapters_based_on(entry)
+        if users:
+            raise ConflictError(
+                f"refusing to delete {entry.tinker_path}: it is the base model of "
+                f"{', '.join(users[:3])}; delete those adapters first"
+            )
+        self._delete_entry(entry, touch=True)
 
     @locked
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:
@@ -292,6 +304,12 @@ class Store(StoreCore):
             )
         self._require_writable()
         entry = self._entry(run_id, checkpoint_id)
+        if entry.incomplete and ttl_seconds is not None:
+            reason = (entry.facts or {}).get("incomplete_reason", "still being written")
+            raise ConflictError(
+                f"checkpoint {entry.tinker_path} is incomplete ({reason}); a TTL never deletes "
+                "an incomplete checkpoint: wait until it is complete, or delete it yourself"
+            )
         expires_us = None if ttl_seconds is None else self._now_us() + ttl_seconds * 1_000_000
         self._commit_row(entry, replace(entry.row, expires_us=expires_us))
         return entry.checkpoint()

@@ -23,7 +23,12 @@ import uuid
 from pathlib import Path
 
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
-from ckpt_tui.store.layout import Layout, checked_checkpoint_id, checked_run_id
+from ckpt_tui.store.layout import (
+    Layout,
+    checked_checkpoint_id,
+    checked_file_parts,
+    checked_run_id,
+)
 
 DELETE_STEPS = ("prepare", "move", "commit", "purge")
 ORIGIN = "origin.json"
@@ -38,17 +43,26 @@ def new_slot(layout: Layout, suffix: str = "") -> Path:
     return slot
 
 
-def prepare(layout: Layout, run_id: str, checkpoint_id: str) -> Path:
-    """Step 1: a slot that records which checkpoint it is for."""
+def prepare(layout: Layout, run_id: str, checkpoint_id: str, location: Path | None = None) -> Path:
+    """Step 1: a slot that records which checkpoint it is for, and where its files are."""
     slot = new_slot(layout)
-    origin = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+    origin: dict[str, str] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+    if location is not None:
+        origin["location"] = os.path.relpath(location, layout.root)
     (slot / ORIGIN).write_text(json.dumps(origin), encoding="utf-8")
     return slot
 
 
 def move(layout: Layout, path: Path, slot: Path) -> None:
-    """Step 2: rename the checkpoint's folder into the slot; refused if it is a link."""
+    """Step 2: rename the checkpoint's folder (or file) into the slot.
+
+    Refused for a link, for anything outside the store, and for a folder that holds the
+    store's own metadata (the root, or a folder above it).
+    """
     layout.ensure_inside(path)
+    real = path.resolve()
+    if real == layout.real_root or real in layout.meta_dir.resolve().parents:
+        raise StoreError(f"refusing to delete {path}: it holds the store itself")
     os.rename(path, slot / FILES)
 
 
@@ -87,9 +101,23 @@ def _finish_move(layout: Layout, slot: Path) -> None:
         checked_checkpoint_id(checkpoint_id)
     except (OSError, ValueError, KeyError, TypeError, InvalidRequestError):
         return  # no readable intent (e.g. a crash while writing origin.json): nothing to finish
-    path = layout.checkpoint_dir(run_id, checkpoint_id)
-    if os.path.lexists(path):
+    path = _origin_path(layout, origin, run_id, checkpoint_id)
+    if path is not None and os.path.lexists(path):
         try:
             move(layout, path, slot)
         except (OSError, StoreError):
             return  # leave the checkpoint as it is rather than touch anything doubtful
+
+
+def _origin_path(
+    layout: Layout, origin: dict[str, object], run_id: str, checkpoint_id: str
+) -> Path | None:
+    """Where the files were: `location` (relative to the root) when recorded and safe."""
+    location = origin.get("location")
+    if location is None:
+        return layout.checkpoint_dir(run_id, checkpoint_id)
+    try:
+        parts = checked_file_parts(str(location))
+    except InvalidRequestError:
+        return None
+    return layout.root.joinpath(*parts)

@@ -36,6 +36,7 @@ class CkptApp(App[None]):
         readonly: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
         log_check_interval: float = LOG_CHECK_SECONDS,
+        storage_rate: float | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -44,6 +45,8 @@ class CkptApp(App[None]):
         self.poll_interval = poll_interval
         self.readonly = readonly
         self.log_check_interval = log_check_interval
+        self.storage_rate = storage_rate
+        """USD per GiB-month; None: show no costs."""
         self.metrics_cache: dict[str, Metrics] = {}
         self.session_log = SessionLog()
         self._transport = transport

@@ -80,7 +80,8 @@ ACTION_COMMANDS: tuple[Command, ...] = (
     Command(
         "session_log", "L", "Log", "Show every action of this session and its outcome", footer=False
     ),
-    Command("keep_policy", "k", "Keep policy", "Plan deletions by a keep policy"),
+    # `K`, not `k`: lower-case k moves the cursor up (vim keys), which the browse issue asks for.
+    Command("keep_policy", "K", "Keep policy", "Plan deletions by a keep policy"),
 )
 
 

@@ -62,24 +62,46 @@ def visible_runs(catalog: Catalog, state: BrowseState) -> list[RunSummary]:
     if not state.filter_text:
         return list(catalog.runs)
     needle = state.filter_text.strip().lower()
+    matching = {row.run_id for row in filter_rows(catalog.rows, needle)}
     return [
-        run
-        for run in catalog.runs
-        if needle in run.display_name.lower() or filter_rows(run.rows, needle)
+        run for run in catalog.runs if run.run_id in matching or needle in run.display_name.lower()
     ]
 
 
-def visible_rows(catalog: Catalog, state: BrowseState, now: datetime) -> list[CheckpointRow]:
+class SortedRows:
+    """The current view's rows in sort order, kept until the catalog, view or sort changes.
+
+    A filter keeps order, so typing a filter re-filters this list instead of sorting 100,000
+    rows again on every key.
+    """
+
+    def __init__(self) -> None:
+        self._catalog: Catalog | None = None
+        self._key: tuple[object, ...] = ()
+        self._rows: list[CheckpointRow] = []
+
+    def get(self, catalog: Catalog, state: BrowseState) -> list[CheckpointRow]:
+        sort = current_sort(catalog, state)
+        key = (state.view, state.run_id if state.view == "runs" else None, sort)
+        if catalog is not self._catalog or key != self._key:
+            if state.view == "runs":
+                run = catalog.run(state.run_id) if state.run_id else None
+                rows = run.rows if run else []
+            else:
+                rows = catalog.rows
+            self._rows = rows if state.view == "expiring" else sort_rows(rows, sort)
+            self._catalog, self._key = catalog, key
+        return self._rows
+
+
+def visible_rows(
+    catalog: Catalog, state: BrowseState, now: datetime, cache: SortedRows | None = None
+) -> list[CheckpointRow]:
     """The checkpoint table's rows for the current view, filtered and ordered."""
-    if state.view == "runs":
-        run = catalog.run(state.run_id) if state.run_id else None
-        rows = run.rows if run else []
-    else:
-        rows = catalog.rows
-    rows = filter_rows(rows, state.filter_text)
+    rows = filter_rows((cache or SortedRows()).get(catalog, state), state.filter_text)
     if state.view == "expiring":
         return expiring_rows(rows, now, state.window)
-    return sort_rows(rows, current_sort(catalog, state))
+    return rows
 
 
 def metric_choices(catalog: Catalog) -> list[str]:

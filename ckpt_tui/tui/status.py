@@ -7,27 +7,38 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from ckpt_tui.catalog import Catalog, soonest_expiry
-from ckpt_tui.sizes import format_total, total
+from ckpt_tui.catalog import Catalog
+from ckpt_tui.cost import format_cost, monthly_cost
+from ckpt_tui.sizes import SizeTotal, format_total, total
 from ckpt_tui.ttl import describe_expiry
 
 if TYPE_CHECKING:
     from ckpt_tui.tui.screens.browse import BrowseScreen
 
 
-def header_text(backend: str, catalog: Catalog | None, now: datetime) -> Text:
-    """'ckpt-tui · local store /x · 6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 h'."""
+def with_cost(size: SizeTotal, rate: float | None) -> str:
+    """'146.2 GiB', or with a storage rate '146.2 GiB ($14.62/mo)'."""
+    text = format_total(size)
+    return text if rate is None else f"{text} ({format_cost(monthly_cost(size, rate))})"
+
+
+def header_text(
+    backend: str, catalog: Catalog | None, now: datetime, rate: float | None = None
+) -> Text:
+    """'ckpt-tui · local store /x · 6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 h'.
+
+    With a storage `rate` (USD per GiB-month) the size says what it costs per month.
+    """
     text = Text()
     text.append("ckpt-tui", style="bold")
     text.append(f"  {backend}")
     if catalog is None:
         return text
-    stored = [row for row in catalog.rows if not row.is_missing]
-    soonest = soonest_expiry(stored)
+    soonest = catalog.soonest_expiry  # cached per catalog: this runs on every key press
     parts = [
         f"{len(catalog.runs):,} runs",
-        f"{len(stored):,} checkpoints",
-        format_total(total(row.size for row in stored)),
+        f"{len(catalog.stored_rows):,} checkpoints",
+        with_cost(catalog.stored_size, rate),
         f"next expiry {describe_expiry(soonest, now)}" if soonest else "nothing expires",
     ]
     text.append("  ·  " + "  ·  ".join(parts))
@@ -40,7 +51,10 @@ def marked_text(screen: BrowseScreen) -> str:
     if not marks or catalog is None:
         return ""
     rows = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
-    return f"{len(rows):,} marked · {format_total(total(row.size for row in rows))}"
+    size = total(row.size for row in rows)
+    rate = screen.ckpt_app.storage_rate
+    text = f"{len(rows):,} marked · {format_total(size)}"
+    return text if rate is None else f"{text} · {format_cost(monthly_cost(size, rate))}"
 
 
 def status_text(screen: BrowseScreen, now: datetime) -> Text:

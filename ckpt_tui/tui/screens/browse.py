@@ -12,13 +12,21 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
 from ckpt_tui.loader import Snapshot
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
 from ckpt_tui.tui.loading import load_progressively, refresh_log_dirs
-from ckpt_tui.tui.state import BrowseState, current_metric, next_metric, visible_rows, visible_runs
+from ckpt_tui.tui.state import (
+    BrowseState,
+    SortedRows,
+    current_metric,
+    next_metric,
+    visible_rows,
+    visible_runs,
+)
 from ckpt_tui.tui.status import header_text, status_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
@@ -45,6 +53,8 @@ class BrowseScreen(Screen[None]):
         self.progress: tuple[int, int] | None = None
         self.fetching = False
         self.metric_key: str | None = None
+        self.sorted_rows = SortedRows()
+        self.row_cache = RowCache()
 
     @property
     def ckpt_app(self) -> CkptApp:
@@ -122,7 +132,11 @@ class BrowseScreen(Screen[None]):
         try:
             client = self.ckpt_app.get_client()
             snapshot = await load_progressively(
-                client, self.ckpt_app.log_settings, self.on_progress, self.apply_snapshot
+                client,
+                self.ckpt_app.log_settings,
+                self.on_progress,
+                self.apply_snapshot,
+                self.row_cache,
             )
         except ClientError as exc:
             self.show_error(exc.message)
@@ -173,10 +187,12 @@ class BrowseScreen(Screen[None]):
         runs_table.display = self.state.view == "runs"
         if catalog is not None:
             self.metric_key = current_metric(catalog, self.state)
-            runs_table.set_rows(visible_runs(catalog, self.state))
+            if runs_table.display:
+                runs_table.set_rows(visible_runs(catalog, self.state))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
             table.set_columns(render.fit_columns(columns, max(table.size.width, 40)))
-            table.set_rows(visible_rows(catalog, self.state, self.ckpt_app.clock.now()))
+            now = self.ckpt_app.clock.now()
+            table.set_rows(visible_rows(catalog, self.state, now, self.sorted_rows))
             indicator = None if self.state.view == "expiring" else self.state.sort.key
             table.set_sort_indicator(
                 "metric" if indicator == "metric" else indicator, self.state.sort.reverse
@@ -186,11 +202,12 @@ class BrowseScreen(Screen[None]):
 
     def update_chrome(self) -> None:
         """The header line (totals) and the status line (view, marks, progress, errors)."""
-        now = self.ckpt_app.clock.now()
-        backend = self.ckpt_app.backend.describe()
-        self.query_one("#header-line", Static).update(header_text(backend, self.catalog, now))
-        status = status_text(self, now)
-        self.query_one("#status-line", Static).update(status)
+        app = self.ckpt_app
+        now = app.clock.now()
+        header = header_text(app.backend.describe(), self.catalog, now, app.storage_rate)
+        # Fixed-height lines: no layout pass needed, and a layout costs ~25 ms per key press.
+        self.query_one("#header-line", Static).update(header, layout=False)
+        self.query_one("#status-line", Static).update(status_text(self, now), layout=False)
 
     def update_details(self) -> None:
         row = self.checkpoints_table.cursor_value

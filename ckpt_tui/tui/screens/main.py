@@ -17,6 +17,7 @@ from ckpt_tui.client import Outcome
 from ckpt_tui.loader import Snapshot
 from ckpt_tui.tui.bulk import BulkAction, actionable, patch_checkpoints
 from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings
+from ckpt_tui.tui.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
@@ -118,6 +119,11 @@ class MainScreen(BrowseScreen):
         elif choice == "expire":
             self.start(BulkAction("expire", paths, "expire in 1 hour instead of deleting"))
 
+    @work(group="ask")
+    async def action_keep_policy(self) -> None:
+        """`k`: plan deletions by a keep policy over the marked runs, this run, or all runs."""
+        await keep_policy_flow(self)
+
     def action_retry_failed(self) -> None:
         action = self.last_action
         if action is None or not action.failed:
@@ -171,7 +177,9 @@ class MainScreen(BrowseScreen):
             return
         now = self.ckpt_app.clock.now()
         checkpoints = patch_checkpoints(snapshot.checkpoints, action, confirmed, now)
-        patched = Snapshot(snapshot.runs, checkpoints, snapshot.discovery, snapshot.weights_info)
+        patched = Snapshot(
+            snapshot.runs, checkpoints, snapshot.discovery, snapshot.weights_info, self.row_cache
+        )
         self.snapshot = patched
         self.refresh_views()
 

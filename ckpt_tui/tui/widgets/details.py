@@ -94,6 +94,8 @@ def append_curve(text: Text, row: CheckpointRow, metrics: Metrics | None) -> Non
 class DetailsPane(Static):
     """Shows `details_text` for the highlighted checkpoint."""
 
+    shown: tuple[object, ...] | None = None
+
     def show(
         self,
         row: CheckpointRow | None,
@@ -101,4 +103,8 @@ class DetailsPane(Static):
         now: datetime,
         metrics: Metrics | None,
     ) -> None:
+        shown = (row, run, now, metrics)
+        if self.shown is not None and all(a is b for a, b in zip(shown, self.shown, strict=True)):
+            return  # a filter or sort key press that kept the same row: no work, no layout
+        self.shown = shown
         self.update(details_text(row, run, now, metrics))

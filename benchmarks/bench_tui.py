@@ -1,0 +1,228 @@
+"""How fluid the app is with 1k, 10k and 100k checkpoints: first frame, keys, filter, sort.
+
+Run: python benchmarks/bench_tui.py [--reps 15] [--sizes 1000,10000,100000]
+
+The real app runs headless at 120x36 on an empty local store; a synthetic snapshot of N
+checkpoints (100 per run, every 7th with no server size, so estimates are in play) then
+"arrives" as it would from the client. A frame counts as painted when the checkpoint table's
+`render_lines` batch has finished after the action being timed. Figures are medians in ms.
+
+- first page: the first page of 1,000 arriving (pages then keep coming, one every 10 ms, as
+  from 16 requests in flight) -> the first frame showing rows
+- last page: the last page arriving -> the frame showing the complete, joined view
+- all at once: every checkpoint arriving in one go -> joined (off the UI thread) -> frame
+- down / pagedown: keystroke -> frame, in the all-checkpoints view
+- filter: one typed character of a growing filter -> frame
+- sort: `s` (next sort key over every row) -> frame
+Targets on this machine: first frame < 1000 ms at 100k; a keystroke < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import cast
+
+from textual import events
+from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.strip import Strip
+
+from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
+from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.client import Backend, CheckpointClient, Page
+from ckpt_tui.clock import FixedClock
+from ckpt_tui.loader import LogDirSettings, Snapshot
+from ckpt_tui.logdirs import Discovery
+from ckpt_tui.store import Store
+from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.loading import load_progressively
+from ckpt_tui.tui.screens.browse import BrowseScreen
+from ckpt_tui.tui.widgets import FastTable
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+PER_RUN = 100
+FILTER_TEXT = "run-00"
+
+
+class FrameClock:
+    """Set when the checkpoint table finishes painting a frame (one per event loop)."""
+
+    painted: asyncio.Event
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.painted = asyncio.Event()
+
+    @classmethod
+    async def since(cls, start: float) -> float:
+        await asyncio.wait_for(cls.painted.wait(), 30)
+        return (time.perf_counter() - start) * 1000
+
+
+original_render_lines = FastTable.render_lines
+
+
+def timed_render_lines(self: FastTable[object], crop: Region) -> list[Strip]:
+    lines = original_render_lines(self, crop)
+    if self.id == "checkpoints":
+        FrameClock.painted.set()
+    return lines
+
+
+FastTable.render_lines = timed_render_lines  # type: ignore[method-assign,assignment]
+
+
+def synthetic(count: int) -> tuple[list[TrainingRun], list[Checkpoint]]:
+    runs, checkpoints = [], []
+    for r in range(max(1, count // PER_RUN)):
+        run_id = f"run-{r:05d}"
+        runs.append(TrainingRun(run_id, "Qwen/Qwen3-8B", "me", True, NOW, lora_rank=32))
+        for i in range(PER_RUN):
+            kind = ("weights", "training") if i % 2 else ("sampler_weights", "sampler")
+            name = f"{i:06d}"
+            checkpoints.append(
+                Checkpoint(
+                    checkpoint_id=f"{kind[0]}/{name}",
+                    checkpoint_type=kind[1],  # type: ignore[arg-type]
+                    time=NOW - timedelta(minutes=r * PER_RUN + i),
+                    tinker_path=f"tinker://{run_id}/{kind[0]}/{name}",
+                    size_bytes=None if i % 7 == 0 else 1_000_000 + i * 1000,
+                    expires_at=NOW + timedelta(hours=i),
+                    user_metadata={"eval_loss": str(1 + i / 100)},
+                )
+            )
+    return runs, checkpoints
+
+
+async def timed_keys(pilot: Pilot[None], keys: list[str]) -> list[float]:
+    """Post each key as the terminal driver would and time it to the next painted frame.
+
+    (Pilot.press also waits for the whole app to go idle, which adds ~100 ms of its own.)
+    """
+    times = []
+    for key in keys:
+        await pilot.pause(0.05)
+        FrameClock.painted.clear()
+        start = time.perf_counter()
+        character = key if len(key) == 1 else None
+        pilot.app.post_message(events.Key(key, character))
+        times.append(await FrameClock.since(start))
+    return times
+
+
+PAGE = 1000
+PAGE_GAP = 0.01
+
+
+class PageSource:
+    """Stands in for the REST client: hands out pages as the client's pager would."""
+
+    def __init__(self, runs: list[TrainingRun], checkpoints: list[Checkpoint]) -> None:
+        self.runs, self.checkpoints = runs, checkpoints
+        self.first_page_at = self.last_page_at = 0.0
+
+    async def list_all_training_runs(self) -> list[TrainingRun]:
+        return self.runs
+
+    async def iter_checkpoint_pages(self) -> AsyncIterator[Page[Checkpoint]]:
+        total = len(self.checkpoints)
+        for offset in range(0, total, PAGE):
+            await asyncio.sleep(PAGE_GAP)
+            now = time.perf_counter()
+            self.first_page_at = self.first_page_at or now
+            self.last_page_at = now
+            yield Page(self.checkpoints[offset : offset + PAGE], offset, total)
+
+    async def weights_info(self, ref: Checkpoint) -> WeightsInfo:
+        return WeightsInfo("Qwen/Qwen3-8B", True, 32)
+
+
+async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float, float]:
+    """Milliseconds from the first page to rows on screen, and from the last page to the end."""
+    first_shown = asyncio.Event()
+
+    def on_partial(snapshot: Snapshot) -> None:
+        FrameClock.painted.clear()
+        screen.apply_snapshot(snapshot)
+        first_shown.set()
+
+    settings = LogDirSettings((), None)
+    client = cast(CheckpointClient, source)
+    task = asyncio.ensure_future(
+        load_progressively(client, settings, lambda *_: None, on_partial, RowCache())
+    )
+    await first_shown.wait()
+    first = await FrameClock.since(source.first_page_at)
+    snapshot = await task
+    FrameClock.painted.clear()
+    screen.apply_snapshot(snapshot)
+    last = await FrameClock.since(source.last_page_at)
+    return first, last
+
+
+async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
+    runs, checkpoints = synthetic(count)
+    FrameClock.reset()
+    app = CkptApp(
+        Backend.local(store),
+        LogDirSettings((), None),
+        clock=FixedClock(NOW),
+        poll_interval=0,
+        log_check_interval=3600,
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.workers.wait_for_complete()
+        screen = app.screen
+        assert isinstance(screen, BrowseScreen)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        FrameClock.painted = asyncio.Event()
+        first_page, last_page = await paged_arrival(screen, PageSource(runs, checkpoints))
+        await pilot.pause(0.2)
+        FrameClock.painted.clear()
+        start = time.perf_counter()
+        snapshot = await asyncio.to_thread(Snapshot, runs, checkpoints, Discovery([], []))
+        screen.apply_snapshot(snapshot)
+        arrival = await FrameClock.since(start)
+        down = await timed_keys(pilot, ["down"] * reps)
+        page = await timed_keys(pilot, ["pagedown"] * reps)
+        await pilot.press("slash")
+        typed = await timed_keys(pilot, list(FILTER_TEXT))
+        await pilot.press("escape")
+        sort = await timed_keys(pilot, ["s"] * 5)
+    return {
+        "first page": first_page,
+        "last page": last_page,
+        "all at once": arrival,
+        "down": statistics.median(down),
+        "pagedown": statistics.median(page),
+        "filter": statistics.median(typed),
+        "filter max": max(typed),
+        "sort": statistics.median(sort),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as folder:
+        Store.open(Path(folder) / "store").close()
+        results = {n: asyncio.run(measure(n, args.reps, Path(folder) / "store")) for n in sizes}
+    names = list(next(iter(results.values())))
+    print(f"{'rows':>8}  " + "  ".join(f"{name:>10}" for name in names) + "   (ms, medians)")
+    for count, figures in results.items():
+        print(f"{count:>8,}  " + "  ".join(f"{figures[name]:>10.1f}" for name in names))
+
+
+if __name__ == "__main__":
+    main()

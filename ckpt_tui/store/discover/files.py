@@ -1,0 +1,86 @@
+"""Careful file access for discovery: regular files only, bounded reads, no links followed.
+
+Discovery looks at folders a training job may still be writing, so nothing here blocks (a FIFO
+named `model.pt` is refused, not opened for a blocking read) or reads more than it must.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any, BinaryIO
+
+MAX_SMALL_FILE = 64 * 1024 * 1024
+"""The most discovery reads of any one file (a pickle, a trainer_state.json, an index)."""
+
+TEMP_SUFFIXES = (".tmp", ".partial", ".part", ".incomplete")
+"""Names that say a file or folder is still being written (renamed when done)."""
+
+DIR, FILE = "dir", "file"
+
+
+class NotRegularFileError(OSError):
+    """The path is not a regular file (a FIFO, a device, a folder or a link)."""
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open a regular file for reading without following a final link or blocking on a FIFO."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: str, cap: int = MAX_SMALL_FILE) -> bytes:
+    """The whole of a regular file of at most `cap` bytes; OSError or ValueError otherwise."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > cap:
+            raise ValueError(f"{os.path.basename(path)} is {size} bytes, over the {cap} byte limit")
+        return handle.read(cap + 1)[:cap]
+
+
+def read_json(path: str) -> Any:
+    """A small JSON file's contents; OSError or ValueError if it cannot be read."""
+    return json.loads(read_capped(path).decode("utf-8"))
+
+
+def list_dir(path: str) -> dict[str, str]:
+    """name -> "dir" or "file" for the real folders and regular files in `path` (no links)."""
+    found: dict[str, str] = {}
+    with os.scandir(path) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    found[entry.name] = DIR
+                elif entry.is_file(follow_symlinks=False):
+                    found[entry.name] = FILE
+            except OSError:
+                continue
+    return found
+
+
+def strip_temp(name: str) -> tuple[str, bool]:
+    """(`name` without a temporary-write suffix, whether it had one)."""
+    for suffix in TEMP_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], True
+    return name, False
+
+
+def temp_files(listing: dict[str, str]) -> list[str]:
+    """The names in a listing that say a write is still going on."""
+    return sorted(name for name in listing if strip_temp(name)[1])
+
+
+def lstat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None

@@ -1,0 +1,129 @@
+"""The walk: find every checkpoint folder or file under a store root, grouped by folder.
+
+Depth is bounded (`MAX_DEPTH`), links are never followed (so no loops), `runs/` (the tinker
+layout, read elsewhere) and `.ckpt-tui/` at the root are skipped, as are hidden folders,
+`__pycache__` and `node_modules`. A folder recognized as a checkpoint is not descended into.
+Every folder listed is remembered with its mtime (`Discovery.watch`): when one changes, a
+folder was added or removed somewhere, and the walk runs again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loose, pretrained
+from ckpt_tui.store.discover.files import DIR, FILE, list_dir, lstat_or_none
+from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
+from ckpt_tui.store.discover.runs import build_run, run_id_for
+from ckpt_tui.store.layout import META_DIR, RUNS_DIR, measure_size
+
+MAX_DEPTH = 6
+SKIP_AT_ROOT = frozenset({RUNS_DIR, META_DIR})
+SKIP_ANYWHERE = frozenset({"__pycache__", "node_modules"})
+
+
+@dataclass
+class Discovery:
+    runs: list[FoundRun] = field(default_factory=list)
+    watch: dict[str, int | None] = field(default_factory=dict)
+
+
+def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DEPTH) -> Discovery:
+    """Every run under `root`; `reserved` are ids already taken (the tinker-layout runs)."""
+    result = Discovery()
+    stack: list[tuple[str, str, int]] = [(os.fspath(root), "", 0)]
+    while stack:
+        path, rel, depth = stack.pop()
+        result.watch[path] = _mtime(path)
+        try:
+            listing = list_dir(path)
+        except OSError:
+            continue  # unreadable folder: nothing found there
+        found, subdirs, extra = examine_listing(path, listing, at_root=depth == 0)
+        if found:
+            result.runs.append(build_run(run_id_for(rel, reserved), rel, path, found, extra))
+        if depth < max_depth:
+            for name in sorted(subdirs, reverse=True):
+                stack.append((os.path.join(path, name), f"{rel}/{name}".lstrip("/"), depth + 1))
+    return result
+
+
+def examine_run(root: Path, rel: str, run_id: str) -> FoundRun | None:
+    """One run folder again (after it changed); None when it holds no checkpoint any more."""
+    path = os.path.join(os.fspath(root), rel) if rel else os.fspath(root)
+    try:
+        listing = list_dir(path)
+    except OSError:
+        return None
+    found, _, extra = examine_listing(path, listing, at_root=not rel)
+    return build_run(run_id, rel, path, found, extra) if found else None
+
+
+def watch_changed(watch: dict[str, int | None]) -> bool:
+    return any(_mtime(path) != seen for path, seen in watch.items())
+
+
+def _skipped(name: str, at_root: bool) -> bool:
+    return name.startswith(".") or name in SKIP_ANYWHERE or (at_root and name in SKIP_AT_ROOT)
+
+
+def _mtime(path: str) -> int | None:
+    st = lstat_or_none(path)
+    return None if st is None else st.st_mtime_ns
+
+
+def examine_listing(
+    path: str, listing: dict[str, str], at_root: bool = False
+) -> tuple[list[FoundCheckpoint], list[str], list[str]]:
+    """(checkpoints among the children, folders to descend into, extra files to watch)."""
+    checkpoints: list[FoundCheckpoint] = []
+    subdirs: list[str] = []
+    extra: list[str] = []
+    tag = None
+    if any(deepspeed.match(n) for n, kind in listing.items() if kind == DIR):
+        tag = deepspeed.latest_tag(path, listing)
+        extra.append(os.path.join(path, deepspeed.LATEST))
+    for name, kind in sorted(listing.items()):
+        child = os.path.join(path, name)
+        if kind == FILE:
+            found = loose.examine(child, name) if loose.is_candidate(name) else None
+        elif _skipped(name, at_root):
+            continue
+        else:
+            found, descend = _examine_dir(child, name, tag)
+            if descend:
+                subdirs.append(name)
+        if found is not None:
+            checkpoints.append(_located(found, child))
+    return checkpoints, subdirs, extra
+
+
+def _examine_dir(path: str, name: str, tag: str | None) -> tuple[FoundCheckpoint | None, bool]:
+    """(the checkpoint this folder is, or None and whether to look inside it)."""
+    try:
+        listing = list_dir(path)
+    except OSError:
+        return None, False
+    if hf_trainer.match(name):
+        return hf_trainer.examine(path, name, listing), False
+    if deepspeed.match(name):
+        return deepspeed.examine(path, name, listing, tag), False
+    if accelerate.match(name, listing):
+        return accelerate.examine(path, name, listing), False
+    if dcp.match(listing):
+        return dcp.examine(path, name, listing), False
+    trainer_output = any(hf_trainer.match(n) for n, kind in listing.items() if kind == DIR)
+    if pretrained.is_pretrained(listing) and not trainer_output:
+        return pretrained.examine(path, name, listing), False
+    return None, True
+
+
+def _located(found: FoundCheckpoint, path: str) -> FoundCheckpoint:
+    found.location = path
+    st = lstat_or_none(path)
+    found.mtime_ns = st.st_mtime_ns if st else 0
+    found.size = measure_size(path, st) if st else 0
+    return found
