@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.clock import FixedClock
+from ckpt_tui.sizes import format_bytes
 from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo, served_demo
@@ -286,3 +287,36 @@ async def test_an_out_of_range_ttl_is_refused_in_the_dialog(demo: ServedDemo) ->
         await pilot.press("escape")
         await settle(pilot)
         assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id) == before
+
+
+async def test_marking_keys_and_the_status_line(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "slash", *"llama-1b", "enter")
+        await settle(pilot)
+        stored_rows = [row for row in shown(app) if not row.is_missing]
+        assert len(stored_rows) == 6 and len(shown(app)) == 8  # two missing rows shown too
+        await pilot.press("ctrl+a")
+        assert checkpoints(app).marks == {row.tinker_path for row in stored_rows}
+        total_bytes = sum(row.size.bytes or 0 for row in stored_rows)
+        assert f"6 marked · {format_bytes(total_bytes)}" in screen_text(app)
+        await pilot.press("u")
+        assert checkpoints(app).marks == frozenset()
+        await pilot.press("g", "space")
+        assert len(checkpoints(app).marks) == 1
+        assert "1 marked" in screen_text(app)
+
+
+async def test_the_session_log_lists_each_action(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        row = find(app, "sl/llama-8b-tulu3", "000500", "sampler")
+        await highlight(pilot, app, row)
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.press("L")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SessionLogScreen"
+        assert "Published 1 of 1" in screen_text(app)

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
+import httpx
+from starlette.types import ASGIApp
 from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
+from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.loader import LogDirSettings
+from ckpt_tui.server import create_app
+from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.widgets import FastTable
@@ -22,6 +30,34 @@ def make_app(url: str, logs: Path, clock: FixedClock, **options: object) -> Ckpt
     settings = LogDirSettings((logs,), runs_root=None)
     options.setdefault("poll_interval", 0.0)
     return CkptApp(Backend.remote(url), settings, clock=clock, **options)  # type: ignore[arg-type]
+
+
+PICTURE_TIME = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+"""The fixed "now" of screenshots and snapshot tests."""
+PICTURE_URL = "http://demo.ckpt-tui.test"
+"""The backend URL pictures show: requests never leave the process (an ASGI transport)."""
+
+
+@contextmanager
+def pictured_demo(
+    root: Path, wrap: Callable[[ASGIApp], ASGIApp] | None = None, seed: int = DEFAULT_SEED
+) -> Iterator[CkptApp]:
+    """The app on the demo with nothing that varies between runs: no temp path, port or "now".
+
+    The demo is built under `root` at PICTURE_TIME and served by the real server app
+    in-process; `wrap` may put e.g. a FaultyApp in front of it.
+    """
+    clock = FixedClock(PICTURE_TIME)
+    paths = build_demo(root, seed, clock)
+    store = Store.open(paths.store, clock)
+    try:
+        server: ASGIApp = create_app(store, sweep_interval=None)
+        transport = httpx.ASGITransport(app=wrap(server) if wrap else server)
+        settings = LogDirSettings((paths.logs,), runs_root=None)
+        backend = Backend.remote(PICTURE_URL)
+        yield CkptApp(backend, settings, clock=clock, poll_interval=0.0, transport=transport)
+    finally:
+        store.close()
 
 
 async def settle(pilot: Pilot[None]) -> None:

@@ -116,6 +116,9 @@ class CheckpointRow:
             )
             if present
         ]
+        metadata = self.server.user_metadata if self.server else None
+        if metadata and metadata.get("incomplete") == "true":
+            words.append("incomplete")  # a training-box checkpoint still being written
         if self.state is not RowState.TRACKED:
             words.append(self.state.value)
         return words

@@ -10,9 +10,9 @@ import argparse
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import ls, prune, serve, tui
+from ckpt_tui.cli import demo, ls, prune, serve, tui
 
-SUBCOMMANDS = (serve, ls, prune)
+SUBCOMMANDS = (demo, serve, ls, prune)
 
 
 def build_parser() -> argparse.ArgumentParser:

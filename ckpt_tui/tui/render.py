@@ -12,44 +12,47 @@ from ckpt_tui.sizes import format_size, format_total
 from ckpt_tui.ttl import describe_expiry, expiry_state
 from ckpt_tui.tui.widgets import Cell, Column
 
-RUN_COLUMNS = (
+RUN_COLUMNS = [
     Column("name", "Run", 18, flex=1),
     Column("model", "Base model", 32),
     Column("count", "Ckpts", 5, align="right"),
     Column("size", "Size", 11, align="right"),
-    Column("expiry", "Next expiry", 14),
-    Column("missing", "Missing", 9),
-)
-NARROW_RUN_COLUMNS = ("model",)
+    Column("expiry", "Next expiry", 13),
+    Column("missing", "Missing", 7),
+]
+RUN_DROPS = ("model",)
+"""Run columns dropped, in this order, until the table fits the terminal."""
 
 
 def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
     """The checkpoint table's columns; the metric column is titled by its key."""
-    columns = [Column("name", "Checkpoint", 14, flex=2)]
+    columns = [Column("name", "Checkpoint", 12, flex=1)]
     if with_run:
-        columns.append(Column("run", "Run", 14, flex=1))
+        columns.append(Column("run", "Run", 14, flex=2))
     columns += [
         Column("kind", "Kind", 7),
-        Column("step", "Step", 6, align="right"),
+        Column("step", "Step", 5, align="right"),
         Column("epoch", "Ep", 3, align="right"),
-        Column("metric", (metric or "metric")[:10], 10, align="right"),
+        Column("metric", (metric or "metric")[:9], 9, align="right"),
         Column("size", "Size", 11, align="right"),
         Column("created", "Created", 13),
-        Column("expires", "Expires", 16),
+        Column("expires", "Expires", 12),
         Column("public", "Pub", 3),
-        Column("flags", "Flags", 16),
+        Column("flags", "Flags", 10, flex=1),
     ]
     return columns
 
 
-NARROW_DROPS = ("created", "epoch", "public", "kind")
+CHECKPOINT_DROPS = ("created", "epoch", "public", "metric", "run")
 """Checkpoint columns dropped, in this order, until the table fits the terminal."""
 
 
-def fit_columns(columns: list[Column], width: int) -> list[Column]:
+def fit_columns(
+    columns: list[Column], width: int, drops: Sequence[str] = CHECKPOINT_DROPS
+) -> list[Column]:
     """Drop the least useful columns until the minimum widths fit `width`."""
     chosen = list(columns)
-    for key in NARROW_DROPS:
+    for key in drops:
         if minimum_width(chosen) <= width:
             break
         chosen = [column for column in chosen if column.key != key]

@@ -25,14 +25,15 @@ def with_cost(size: SizeTotal, rate: float | None) -> str:
 def header_text(
     backend: str, catalog: Catalog | None, now: datetime, rate: float | None = None
 ) -> Text:
-    """'ckpt-tui · local store /x · 6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 h'.
+    """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND'.
 
-    With a storage `rate` (USD per GiB-month) the size says what it costs per month.
+    The totals come first so a narrow terminal cuts the backend, not them. With a storage
+    `rate` (USD per GiB-month) the size says what it costs per month.
     """
     text = Text()
     text.append("ckpt-tui", style="bold")
-    text.append(f"  {backend}")
     if catalog is None:
+        text.append(f"  {backend}")
         return text
     soonest = catalog.soonest_expiry  # cached per catalog: this runs on every key press
     parts = [
@@ -41,7 +42,8 @@ def header_text(
         with_cost(catalog.stored_size, rate),
         f"next expiry {describe_expiry(soonest, now)}" if soonest else "nothing expires",
     ]
-    text.append("  ·  " + "  ·  ".join(parts))
+    text.append("  " + " · ".join(parts))
+    text.append(f"  │  {backend}", style="dim")
     return text
 
 
@@ -50,11 +52,15 @@ def marked_text(screen: BrowseScreen) -> str:
     marks = screen.checkpoints_table.marks
     if not marks or catalog is None:
         return ""
-    rows = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
+    marked = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
+    rows = [row for row in marked if not row.is_missing]
     size = total(row.size for row in rows)
     rate = screen.ckpt_app.storage_rate
     text = f"{len(rows):,} marked · {format_total(size)}"
-    return text if rate is None else f"{text} · {format_cost(monthly_cost(size, rate))}"
+    if rate is not None:
+        text += f" · {format_cost(monthly_cost(size, rate))}"
+    skipped = len(marked) - len(rows)
+    return text + (f" (+{skipped} not stored, skipped)" if skipped else "")
 
 
 def status_text(screen: BrowseScreen, now: datetime) -> Text:

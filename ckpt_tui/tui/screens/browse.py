@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,13 +28,19 @@ from ckpt_tui.tui.state import (
     visible_runs,
 )
 from ckpt_tui.tui.status import header_text, status_text
-from ckpt_tui.tui.widgets import Cell, FastTable
+from ckpt_tui.tui.widgets import Cell, Column, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 
 if TYPE_CHECKING:
     from ckpt_tui.tui.app import CkptApp
 
 SHORT = 30
+
+
+def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
+    """Change a table's columns only when they differ (a change repaints every line)."""
+    if tuple(columns) != table.columns:
+        table.set_columns(columns)
 
 
 class BrowseScreen(Screen[None]):
@@ -188,9 +194,12 @@ class BrowseScreen(Screen[None]):
         if catalog is not None:
             self.metric_key = current_metric(catalog, self.state)
             if runs_table.display:
+                width = max(runs_table.size.width, 40)
+                fitted = render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS)
+                set_columns(runs_table, fitted)
                 runs_table.set_rows(visible_runs(catalog, self.state))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
-            table.set_columns(render.fit_columns(columns, max(table.size.width, 40)))
+            set_columns(table, render.fit_columns(columns, max(table.size.width, 40)))
             now = self.ckpt_app.clock.now()
             table.set_rows(visible_rows(catalog, self.state, now, self.sorted_rows))
             indicator = None if self.state.view == "expiring" else self.state.sort.key

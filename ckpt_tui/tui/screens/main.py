@@ -132,6 +132,18 @@ class MainScreen(BrowseScreen):
         if self.can_change("retrying"):
             self.start(action.retry(list(action.failed)))
 
+    def action_toggle_mark(self) -> None:
+        self.checkpoints_table.action_toggle_mark()
+
+    def action_mark_all(self) -> None:
+        """Mark every stored checkpoint the view shows now (after the filter)."""
+        table = self.checkpoints_table
+        shown = [row.tinker_path for row in table.rows if not row.is_missing]
+        table.set_marks(table.marks | set(shown))
+
+    def action_clear_marks(self) -> None:
+        self.checkpoints_table.clear_marks()
+
     def action_session_log(self) -> None:
         log = self.ckpt_app.session_log
         self.app.push_screen(SessionLogScreen(log, self.ckpt_app.clock.now()))

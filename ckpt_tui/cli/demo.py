@@ -1,0 +1,69 @@
+"""`ckpt-tui demo`: write a realistic demo store and training logs, then open the app on them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ckpt_tui.cli.common import fail
+from ckpt_tui.client import Backend
+from ckpt_tui.clock import clock_from_environ
+from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
+from ckpt_tui.loader import LogDirSettings
+
+
+def default_demo_dir(environ: dict[str, str] | None = None) -> Path:
+    """`$XDG_CACHE_HOME/ckpt-tui/demo`, else `~/.cache/ckpt-tui/demo`."""
+    env = dict(os.environ) if environ is None else environ
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "ckpt-tui" / "demo"
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "demo",
+        help="try ckpt-tui on a demo store (no account needed)",
+        description="Write a demo store and cookbook-style training logs, then open the app "
+        "on them. Running it again rewrites the demo from scratch.",
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="where to write it (default: a folder under your cache dir, which is rewritten)",
+    )
+    parser.add_argument(
+        "--no-tui", action="store_true", help="only write the data; print how to open or serve it"
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which demo (default 7)")
+    parser.set_defaults(func=run)
+
+
+def open_commands(paths: DemoPaths) -> str:
+    store, logs = shlex.quote(str(paths.store)), shlex.quote(str(paths.logs))
+    return (
+        f"  open it:   ckpt-tui --local {store} --log-dir {logs}\n"
+        f"  serve it:  ckpt-tui serve {store}\n"
+        f"  list it:   ckpt-tui ls --local {store} --log-dir {logs}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    root = (args.dir or default_demo_dir()).expanduser()
+    clock = clock_from_environ()
+    try:
+        paths = build_demo(root, args.seed, clock)
+    except (DemoError, OSError) as exc:
+        return fail(f"cannot write the demo: {exc}", 2)
+    print(f"Demo written to {paths.root}\n{open_commands(paths)}")
+    if args.no_tui:
+        return 0
+    from ckpt_tui.tui.app import CkptApp
+
+    # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
+    settings = LogDirSettings((paths.logs,), runs_root=None)
+    CkptApp(Backend.local(paths.store), settings, clock=clock).run()
+    print(f"The demo stays in {paths.root}; to open it again:\n{open_commands(paths)}")
+    return 0

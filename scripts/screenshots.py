@@ -1,0 +1,210 @@
+"""Write the README screenshots: the app on the demo, driven with Pilot, saved as SVGs.
+
+    python scripts/screenshots.py [--out screenshots]
+
+Every picture is the same on every run: the demo is built at a fixed time, the app runs with
+that fixed clock, and the real server app answers in-process under a fixed URL (no temp path,
+port or "now" shows). Each scene starts from a freshly built demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the scene helpers live in the test suite, beside the repo
+
+from textual.pilot import Pilot  # noqa: E402
+
+from ckpt_tui.catalog import CheckpointRow  # noqa: E402
+from ckpt_tui.tui.app import CkptApp  # noqa: E402
+from tests.faulty_app import FaultyApp  # noqa: E402
+from tests.tui_support import checkpoints, pictured_demo, runs, screen_of, settle  # noqa: E402
+
+Scene = Callable[[Pilot[None]], Awaitable[None]]
+BIG = (120, 36)
+SMALL = (80, 24)
+FAILING_NAME = "000200"
+"""The checkpoint name the bulk-result picture's server refuses (403) to delete."""
+
+
+def find(app: CkptApp, run: str, name: str, kind: str) -> CheckpointRow:
+    """The row of checkpoint `name` (`kind` "state" or "sampler") of the run shown as `run`."""
+    catalog = screen_of(app).catalog
+    assert catalog is not None, "the demo did not load"
+    return next(
+        row for row in catalog.rows if row.run_name == run and row.name == name and row.kind == kind
+    )
+
+
+async def show_run(pilot: Pilot[None], run_name: str) -> None:
+    """By-run view with `run_name` highlighted in the runs pane."""
+    app = pilot.app
+    assert isinstance(app, CkptApp)
+    await pilot.press("1")
+    table = runs(app)
+    run = next(summary for summary in table.rows if summary.display_name == run_name)
+    assert table.move_cursor_to_key(run.run_id)
+    await settle(pilot)
+
+
+async def put_cursor_on(pilot: Pilot[None], row: CheckpointRow) -> None:
+    app = pilot.app
+    assert isinstance(app, CkptApp)
+    assert checkpoints(app).move_cursor_to_key(row.tinker_path), f"{row.tinker_path} not shown"
+    await settle(pilot)
+
+
+async def wait_for_dialog(pilot: Pilot[None], name: str) -> None:
+    """A worker opens dialogs: wait until `name` is the screen (never settle: it waits)."""
+    for _ in range(200):
+        if type(pilot.app.screen).__name__ == name:
+            await pilot.pause()
+            return
+        await pilot.pause(0.01)
+    raise RuntimeError(f"the {name} did not open")
+
+
+def app_of(pilot: Pilot[None]) -> CkptApp:
+    assert isinstance(pilot.app, CkptApp)
+    return pilot.app
+
+
+async def main_view(pilot: Pilot[None]) -> None:
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    await put_cursor_on(pilot, find(app_of(pilot), "sl/llama-8b-tulu3", "000500", "state"))
+
+
+async def all_by_size(pilot: Pilot[None]) -> None:
+    await pilot.press("2", "s", "S")
+    await settle(pilot)
+
+
+async def details(pilot: Pilot[None]) -> None:
+    await show_run(pilot, "rl/qwen3-8b-math")
+    catalog = screen_of(app_of(pilot)).catalog
+    assert catalog is not None
+    resume = next(
+        row
+        for row in catalog.rows
+        if row.run_name == "rl/qwen3-8b-math" and row.resume_point and not row.is_missing
+    )
+    await put_cursor_on(pilot, resume)
+
+
+async def ttl_dialog(pilot: Pilot[None]) -> None:
+    app = app_of(pilot)
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    names = ("000100", "000200", "000300")
+    checkpoints(app).set_marks([find(app, "sl/llama-8b-tulu3", n, "state").tinker_path for n in names])
+    await pilot.press("t")
+    await wait_for_dialog(pilot, "TtlDialog")
+
+
+async def delete_warnings(pilot: Pilot[None]) -> None:
+    app = app_of(pilot)
+    await pilot.press("2")
+    await settle(pilot)
+    marked = [
+        find(app, "full/llama-3b-ft", "final", "state"),
+        find(app, "rl/qwen3-8b-math", "rolling_000260", "state"),
+        find(app, "sl/qwen3-4b-chat", "final", "sampler"),
+        find(app, "sl/llama-8b-tulu3", "000100", "state"),
+        find(app, "sl/llama-8b-tulu3", "000100", "sampler"),
+    ]
+    checkpoints(app).set_marks([row.tinker_path for row in marked])
+    await pilot.press("slash", *"final", "enter")  # hides the marked 000100 and rolling rows
+    await settle(pilot)
+    await pilot.press("d")
+    await wait_for_dialog(pilot, "DeleteDialog")
+
+
+async def bulk_result(pilot: Pilot[None]) -> None:
+    app = app_of(pilot)
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    names = ("000100", "000200", "000300")
+    victims = [row for row in shown_rows(app) if row.name in names]
+    checkpoints(app).set_marks([row.tinker_path for row in victims])
+    await pilot.press("d")
+    await wait_for_dialog(pilot, "DeleteDialog")
+    await pilot.press("y")
+    await settle(pilot)
+    failed = next(row for row in shown_rows(app) if row.name == FAILING_NAME)
+    await put_cursor_on(pilot, failed)
+
+
+def shown_rows(app: CkptApp) -> list[CheckpointRow]:
+    return list(checkpoints(app).rows)
+
+
+async def keep_policy(pilot: Pilot[None]) -> None:
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    await pilot.press("K")
+    await wait_for_dialog(pilot, "KeepPolicyScreen")
+    await pilot.press("2")
+    await pilot.pause(0.5)  # the preview follows the typed number after a short debounce
+    await pilot.pause()
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One screenshot: a file name, the terminal size and what to do before taking it."""
+
+    file_name: str
+    size: tuple[int, int]
+    scene: Scene
+    failing_server: bool = False
+
+
+PICTURES = (
+    Picture("main.svg", BIG, main_view),
+    Picture("main-80x24.svg", SMALL, main_view),
+    Picture("all-by-size.svg", BIG, all_by_size),
+    Picture("all-80x24.svg", SMALL, all_by_size),
+    Picture("details.svg", BIG, details),
+    Picture("ttl-dialog.svg", BIG, ttl_dialog),
+    Picture("delete-warnings.svg", BIG, delete_warnings),
+    Picture("bulk-result.svg", BIG, bulk_result, failing_server=True),
+    Picture("keep-policy.svg", BIG, keep_policy),
+)
+
+
+def failing_one_name(server: object) -> FaultyApp:
+    faulty = FaultyApp(server)  # type: ignore[arg-type]
+    faulty.fail_names({FAILING_NAME}, status=403)  # 403: refused, and not retried
+    return faulty
+
+
+async def take(picture: Picture, work: Path, out: Path) -> Path:
+    """Build a fresh demo, play the scene and save the SVG; return where it went."""
+    wrap = failing_one_name if picture.failing_server else None
+    with pictured_demo(work / "demo", wrap=wrap) as app:
+        async with app.run_test(size=picture.size) as pilot:
+            await settle(pilot)
+            await picture.scene(pilot)
+            await pilot.pause()
+            app.save_screenshot(picture.file_name, str(out))
+    return out / picture.file_name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=REPO / "screenshots", help="output folder")
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for picture in PICTURES:
+        with tempfile.TemporaryDirectory(prefix="ckpt-tui-shot-") as work:
+            written = asyncio.run(take(picture, Path(work), out))
+        print(f"wrote {written.relative_to(REPO) if written.is_relative_to(REPO) else written}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
