@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from tests.demo_fixture import ServedDemo, served_demo
+from tests.faulty_app import FaultyApp
 from tests.support.live_server import run_server
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
@@ -35,3 +38,23 @@ def server_url(store: Store) -> Iterator[str]:
     """Base URL of a real uvicorn server over `store`, without auth or background sweep."""
     with run_server(create_app(store, sweep_interval=None)) as url:
         yield url
+
+
+@pytest.fixture
+def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
+    """The demo built at the fixed clock's time, served by a real server."""
+    with served_demo(tmp_path / "demo", clock) as served:
+        yield served
+
+
+@pytest.fixture
+def faulty_demo(tmp_path: Path, clock: FixedClock) -> Iterator[tuple[ServedDemo, FaultyApp]]:
+    """The demo served through a FaultyApp, which the test configures."""
+    holder: list[FaultyApp] = []
+
+    def wrap(app: Any) -> FaultyApp:
+        holder.append(FaultyApp(app))
+        return holder[0]
+
+    with served_demo(tmp_path / "demo", clock, wrap=wrap) as served:
+        yield served, holder[0]

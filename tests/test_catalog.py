@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from ckpt_tui.catalog import Catalog, RowState
 from ckpt_tui.client import Backend, CheckpointClient
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.loader import LogDirSettings, load_snapshot
-from tests.demo_fixture import ServedDemo, served_demo
-
-
-@pytest.fixture
-def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
-    with served_demo(tmp_path / "demo", clock) as served:
-        yield served
+from tests.demo_fixture import ServedDemo
 
 
 async def load(demo: ServedDemo) -> Catalog:

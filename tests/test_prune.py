@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from ckpt_tui.cli import main
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
-from tests.demo_fixture import ServedDemo, served_demo
+from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
 from tests.support.live_server import run_server
 
@@ -43,12 +42,6 @@ def quiet_environment(tmp_path: Path, clock: FixedClock, monkeypatch: pytest.Mon
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "no-runs"))
     monkeypatch.setenv("CKPT_TUI_NOW", format_time(clock.now()))
-
-
-@pytest.fixture
-def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
-    with served_demo(tmp_path / "demo", clock) as served:
-        yield served
 
 
 def live_paths(store: Store) -> set[str]:

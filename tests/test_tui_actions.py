@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.sizes import format_bytes
 from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
-from tests.demo_fixture import ServedDemo, served_demo
+from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
 from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle, shown
-
-
-@pytest.fixture
-def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
-    with served_demo(tmp_path / "demo", clock) as served:
-        yield served
 
 
 def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
@@ -179,18 +170,6 @@ async def test_readonly_refuses_every_change(demo: ServedDemo) -> None:
         assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id) == before
         messages = [n.message for n in app._notifications]
         assert sum("Read-only mode" in message for message in messages) == 3
-
-
-@pytest.fixture
-def faulty_demo(tmp_path: Path, clock: FixedClock) -> Iterator[tuple[ServedDemo, FaultyApp]]:
-    holder: list[FaultyApp] = []
-
-    def wrap(app: Any) -> FaultyApp:
-        holder.append(FaultyApp(app))
-        return holder[0]
-
-    with served_demo(tmp_path / "demo", clock, wrap=wrap) as served:
-        yield served, holder[0]
 
 
 async def test_bulk_delete_with_failures_then_retry(

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
-
-import pytest
 
 from ckpt_tui.catalog import CheckpointRow, RowState
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.help import help_text
-from tests.demo_fixture import ServedDemo, served_demo
+from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
 from tests.tui_support import (
     checkpoints,
@@ -27,12 +21,6 @@ from tests.tui_support import (
     shown,
     sort_key,
 )
-
-
-@pytest.fixture
-def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
-    with served_demo(tmp_path / "demo", clock) as served:
-        yield served
 
 
 async def test_runs_and_the_highlighted_runs_checkpoints_are_shown(demo: ServedDemo) -> None:
@@ -185,18 +173,6 @@ async def test_help_lists_every_key(demo: ServedDemo) -> None:
             assert f"{command.title}: {command.help}" in listed
         await pilot.press("escape")
         assert isinstance(app.screen, BrowseScreen)
-
-
-@pytest.fixture
-def faulty_demo(tmp_path: Path, clock: FixedClock) -> Iterator[tuple[ServedDemo, FaultyApp]]:
-    holder: list[FaultyApp] = []
-
-    def wrap(app: Any) -> FaultyApp:
-        holder.append(FaultyApp(app))
-        return holder[0]
-
-    with served_demo(tmp_path / "demo", clock, wrap=wrap) as served:
-        yield served, holder[0]
 
 
 async def test_a_failing_backend_shows_what_to_do_and_r_retries(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
@@ -12,7 +10,6 @@ from textual.widgets import Button, Checkbox, Input, Static
 
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.cli import main
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.policy import KeepPolicy, Plan, plan
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
@@ -20,17 +17,11 @@ from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview
 from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.status import marked_text
-from tests.demo_fixture import ServedDemo, served_demo
+from tests.demo_fixture import ServedDemo
 from tests.test_dialogs_support import shown_text
 from tests.tui_support import checkpoints, make_app, runs, screen_of, settle
 
 SFT = "sl/llama-8b-tulu3"
-
-
-@pytest.fixture
-def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
-    with served_demo(tmp_path / "demo", clock) as served:
-        yield served
 
 
 def live(store: Store) -> dict[str, object]:
