@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the scene helpers live in the test suite, beside the repo
 
+from starlette.types import ASGIApp  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
+from textual.widgets import Input  # noqa: E402
 
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
@@ -82,27 +85,23 @@ async def main_view(pilot: Pilot[None]) -> None:
 
 
 async def all_by_size(pilot: Pilot[None]) -> None:
-    await pilot.press("2", "s", "S")
+    await pilot.press("2", "s", "S", "g")  # the cursor stays on its row: back to the top
     await settle(pilot)
 
 
 async def details(pilot: Pilot[None]) -> None:
+    """The last periodic save of the RL run: record fields, eval loss and the curve marker."""
     await show_run(pilot, "rl/qwen3-8b-math")
-    catalog = screen_of(app_of(pilot)).catalog
-    assert catalog is not None
-    resume = next(
-        row
-        for row in catalog.rows
-        if row.run_name == "rl/qwen3-8b-math" and row.resume_point and not row.is_missing
-    )
-    await put_cursor_on(pilot, resume)
+    await put_cursor_on(pilot, find(app_of(pilot), "rl/qwen3-8b-math", "000250", "state"))
 
 
 async def ttl_dialog(pilot: Pilot[None]) -> None:
     app = app_of(pilot)
     await show_run(pilot, "sl/llama-8b-tulu3")
     names = ("000100", "000200", "000300")
-    checkpoints(app).set_marks([find(app, "sl/llama-8b-tulu3", n, "state").tinker_path for n in names])
+    checkpoints(app).set_marks(
+        [find(app, "sl/llama-8b-tulu3", n, "state").tinker_path for n in names]
+    )
     await pilot.press("t")
     await wait_for_dialog(pilot, "TtlDialog")
 
@@ -175,22 +174,41 @@ PICTURES = (
 )
 
 
-def failing_one_name(server: object) -> FaultyApp:
-    faulty = FaultyApp(server)  # type: ignore[arg-type]
+def failing_one_name(server: ASGIApp) -> ASGIApp:
+    faulty = FaultyApp(server)
     faulty.fail_names({FAILING_NAME}, status=403)  # 403: refused, and not retried
     return faulty
+
+
+def steady_cursors(app: CkptApp) -> None:
+    """A blinking text cursor is on or off by timing; pictures show it steadily on."""
+    for box in app.screen.query(Input):
+        box.cursor_blink = False
 
 
 async def take(picture: Picture, work: Path, out: Path) -> Path:
     """Build a fresh demo, play the scene and save the SVG; return where it went."""
     wrap = failing_one_name if picture.failing_server else None
     with pictured_demo(work / "demo", wrap=wrap) as app:
-        async with app.run_test(size=picture.size) as pilot:
+        async with app.run_test(size=picture.size, notifications=True) as pilot:
             await settle(pilot)
             await picture.scene(pilot)
+            steady_cursors(app)
             await pilot.pause()
             app.save_screenshot(picture.file_name, str(out))
     return out / picture.file_name
+
+
+def with_fixed_hash_seed() -> None:
+    """Re-run this script with PYTHONHASHSEED=0 unless it already has it.
+
+    Marks are a set, and the dialogs list marked checkpoints in set order, which follows the
+    per-process string hash seed; a fixed seed keeps the dialog pictures the same every run.
+    """
+    if os.environ.get("PYTHONHASHSEED") == "0":
+        return
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]], env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,4 +225,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    with_fixed_hash_seed()
     raise SystemExit(main())

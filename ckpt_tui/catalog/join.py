@@ -305,4 +305,11 @@ def build_catalog(
         for run_id in ordered_run_ids(runs, by_run, index)
     ]
     cache.finish()
+    summaries.sort(key=newest_first)
     return Catalog(summaries, list(index.problems))
+
+
+def newest_first(run: RunSummary) -> tuple[float, str]:
+    """Runs with the newest checkpoint first; runs with none stored last; then by name."""
+    times = [row.created_key for row in run.rows if row.created_key is not None]
+    return (-max(times) if times else float("inf"), run.display_name)

@@ -61,7 +61,8 @@ class BulkAction:
 
     @property
     def failed(self) -> dict[str, str]:
-        return {o.target: o.message for o in self.outcomes if not o.ok}
+        """Each failed path with a short reason: the status and the server's own words."""
+        return {o.target: short_reason(o) for o in self.outcomes if not o.ok}
 
     def progress_text(self, done: int) -> str:
         return f"{VERBS[self.kind][0]} {done:,} of {len(self.paths):,}…"
@@ -72,6 +73,12 @@ class BulkAction:
         text = f"{VERBS[self.kind][1]} {ok:,} of {len(self.paths):,}"
         failed = len(self.paths) - ok
         return f"{text}; {failed:,} failed" if failed else text
+
+
+def short_reason(outcome: Outcome) -> str:
+    """'403 injected failure…' fits a table cell; the full message is in the session log."""
+    detail = getattr(outcome.error, "detail", "") or outcome.message
+    return f"{outcome.status} {detail}" if outcome.status else detail
 
 
 def patch_checkpoints(

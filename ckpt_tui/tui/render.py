@@ -26,19 +26,19 @@ RUN_DROPS = ("model",)
 
 def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
     """The checkpoint table's columns; the metric column is titled by its key."""
-    columns = [Column("name", "Checkpoint", 12, flex=1)]
+    columns = [Column("name", "Checkpoint", 14, flex=1)]
     if with_run:
-        columns.append(Column("run", "Run", 14, flex=2))
+        columns.append(Column("run", "Run", 12, flex=2))
     columns += [
         Column("kind", "Kind", 7),
         Column("step", "Step", 5, align="right"),
         Column("epoch", "Ep", 3, align="right"),
         Column("metric", (metric or "metric")[:9], 9, align="right"),
-        Column("size", "Size", 11, align="right"),
+        Column("size", "Size", 10, align="right"),
         Column("created", "Created", 13),
-        Column("expires", "Expires", 12),
+        Column("expires", "Expires", 11),
         Column("public", "Pub", 3),
-        Column("flags", "Flags", 10, flex=1),
+        Column("flags", "Flags", 12, flex=1),
     ]
     return columns
 

@@ -161,7 +161,7 @@ class BrowseScreen(Screen[None]):
         self.error = message
         hint = "Press r to retry."
         if self.snapshot is None:
-            self.checkpoints_table.empty_message = f"{message}\n{hint}"
+            self.checkpoints_table.empty_message = f"{hint} {message}"
             self.runs_table.empty_message = "No runs: the backend could not be reached."
         self.notify(f"{message}\n{hint}", title="Backend error", severity="error", markup=False)
 
@@ -191,12 +191,11 @@ class BrowseScreen(Screen[None]):
         catalog = self.catalog
         runs_table, table = self.runs_table, self.checkpoints_table
         runs_table.display = self.state.view == "runs"
+        width = max(runs_table.size.width, 40)
+        set_columns(runs_table, render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS))
         if catalog is not None:
             self.metric_key = current_metric(catalog, self.state)
             if runs_table.display:
-                width = max(runs_table.size.width, 40)
-                fitted = render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS)
-                set_columns(runs_table, fitted)
                 runs_table.set_rows(visible_runs(catalog, self.state))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
             set_columns(table, render.fit_columns(columns, max(table.size.width, 40)))

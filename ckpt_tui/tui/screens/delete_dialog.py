@@ -89,6 +89,7 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
     table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
     table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
     table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("Kind", no_wrap=True)
     table.add_column("Size", justify="right", no_wrap=True)
     table.add_column("Created", no_wrap=True)
     table.add_column("Flags", no_wrap=True)
@@ -96,7 +97,8 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
         size = "-" if row.is_missing else format_size(row.size)
         flags = " ".join(word for word in row.flags() if word in FLAG_WORDS)
         created = Text(format_created(row.created, now))
-        table.add_row(Text(row.name), Text(row.run_name), Text(size), created, Text(flags))
+        cells = (row.name, row.run_name, row.kind, size)
+        table.add_row(*map(Text, cells), created, Text(flags))
     more = more_line(min(limit, len(rows)), len(rows))
     if more is not None:
         table.add_row(more)

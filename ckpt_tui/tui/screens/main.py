@@ -48,7 +48,7 @@ class MainScreen(BrowseScreen):
         catalog = self.catalog
         marks = self.checkpoints_table.marks
         if catalog is not None and marks:
-            return [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
+            return [row for row in catalog.rows if row.tinker_path in marks]  # a stable order
         row = self.checkpoints_table.cursor_value
         return [] if row is None else [row]
 
@@ -204,7 +204,7 @@ class MainScreen(BrowseScreen):
         self.last_action = action
         self.checkpoints_table.set_marks(failed)
         summary = action.summary()
-        hint = " Failed ones stay marked; R retries them, L shows the log." if failed else ""
+        hint = ". Failed ones stay marked; R retries them, L shows the log." if failed else ""
         self.notify(
             summary + hint,
             title=action.label.capitalize(),

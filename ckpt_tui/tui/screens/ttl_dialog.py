@@ -109,11 +109,13 @@ def preview_table(rows: Sequence[CheckpointRow], plan: TtlPlan, now: datetime, l
     table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
     table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
     table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("Kind", no_wrap=True)
     table.add_column("Expires now", no_wrap=True)
     table.add_column("New expiry", no_wrap=True)
     for row in rows[:limit]:
         current = "-" if row.is_missing else describe_expiry(row.expires_at, now)
-        table.add_row(Text(row.name), Text(row.run_name), Text(current), new_expiry_text(row, plan))
+        cells = map(Text, (row.name, row.run_name, row.kind, current))
+        table.add_row(*cells, new_expiry_text(row, plan))
     return table
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
@@ -34,65 +36,72 @@ def time_line(moment: datetime | None, now: datetime, never: str) -> str:
     return f"{format_exact(moment)} ({relative})"
 
 
-def field_pairs(row: CheckpointRow) -> list[tuple[str, str]]:
-    """The record's fields and extra keys, then user metadata, each group on one line."""
-    pairs = []
+PATH_KEYS = ("state_path", "sampler_path")
+
+
+def field_pairs(row: CheckpointRow) -> list[tuple[str, Text]]:
+    """The record's fields (its other checkpoint apart), then user metadata."""
+    pairs: list[tuple[str, Text]] = []
     if row.record is not None:
-        pairs.append(("Record", "  ".join(f"{k}={v}" for k, v in row.record.to_dict().items())))
+        fields = row.record.to_dict()
+        plain = "  ".join(f"{k}={v}" for k, v in fields.items() if k not in PATH_KEYS)
+        pairs.append(("Record", Text(plain)))
+        sibling = [
+            str(fields[k]) for k in PATH_KEYS if k in fields and fields[k] != row.tinker_path
+        ]
+        if sibling:
+            pairs.append(("Saved with", Text(sibling[0])))
     metadata = row.server.user_metadata if row.server else None
     if metadata:
-        pairs.append(("Metadata", "  ".join(f"{k}={v}" for k, v in metadata.items())))
+        pairs.append(("Metadata", Text("  ".join(f"{k}={v}" for k, v in metadata.items()))))
     return pairs
 
 
-def details_text(
-    row: CheckpointRow | None, run: RunSummary | None, now: datetime, metrics: Metrics | None
-) -> Text:
-    """The pane's contents; user text is appended as plain text, never parsed as markup."""
-    if row is None:
-        return Text("No checkpoint highlighted.", style="dim")
+def curve_text(row: CheckpointRow, metrics: Metrics | None) -> Text | None:
+    """The loss curve with this checkpoint's step in reverse video, and its range."""
+    key = None if metrics is None else pick_series(metrics.series)
+    if metrics is None or key is None:
+        return None
+    line = sparkline(metrics.series[key], CURVE_WIDTH, row.step)
     text = Text()
-    text.append(row.tinker_path, style="bold")
-    others = [word for word in row.flags() if word != row.state.value]
-    flags = " · ".join([row.kind, row.state.value, *others])
-    text.append(f"\n{row.run_name} · {flags}")
-    lines = [
-        ("Size", size_line(row)),
-        ("Created", time_line(row.created, now, "unknown")),
-        ("Expires", "-" if row.is_missing else time_line(row.expires_at, now, "never")),
-    ]
-    if run is not None:
-        rank = f", LoRA rank {run.lora_rank}" if run.lora_rank else ""
-        lines.insert(0, ("Model", f"{run.base_model}{rank}"))
-    append_lines(text, lines)
-    append_curve(text, row, metrics)
-    append_lines(text, field_pairs(row))
+    for index, char in enumerate(line.text):
+        text.append(char, style="reverse bold" if index == line.marker else "")
+    text.append(f"  {key} {line.high:.3g} → {line.low:.3g}", style="dim")
+    where = f"step {row.step} marked" if line.marker is not None else "step not in the log"
+    text.append(f"\nsteps {line.first_step}–{line.last_step}, {where}", style="dim")
     return text
 
 
-def append_lines(text: Text, lines: list[tuple[str, str]]) -> None:
-    for label, value in lines:
-        text.append(f"\n{label:>9} ", style="dim")
-        text.append(value)
+def details_renderable(
+    row: CheckpointRow | None, run: RunSummary | None, now: datetime, metrics: Metrics | None
+) -> RenderableType:
+    """The pane's contents; user text is plain Text, never parsed as markup.
 
-
-def append_curve(text: Text, row: CheckpointRow, metrics: Metrics | None) -> None:
-    if metrics is None:
-        return
-    key = pick_series(metrics.series)
-    if key is None:
-        return
-    line = sparkline(metrics.series[key], CURVE_WIDTH, row.step)
-    text.append(f"\n{key[:9]:>9} ", style="dim")
-    for index, char in enumerate(line.text):
-        text.append(char, style="reverse bold" if index == line.marker else "")
-    text.append(f"  {line.high:.3g} → {line.low:.3g}", style="dim")
-    where = f"step {row.step} marked" if line.marker is not None else "step not in the log"
-    text.append(f"\n{'':>9} steps {line.first_step}–{line.last_step}, {where}", style="dim")
+    Labels sit in their own column, so long values (paths, metadata) wrap under the value.
+    """
+    if row is None:
+        return Text("No checkpoint highlighted.", style="dim")
+    others = [word for word in row.flags() if word != row.state.value]
+    model = f" · {run.base_model}" + (f" r{run.lora_rank}" if run.lora_rank else "") if run else ""
+    heading = Text(row.tinker_path, style="bold")
+    heading.append(f"\n{row.run_name}{model} · " + " · ".join([row.kind, row.state.value, *others]))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True, justify="right")
+    grid.add_column(overflow="fold")
+    grid.add_row("Size", Text(size_line(row)))
+    created = time_line(row.created, now, "unknown")
+    expires = "-" if row.is_missing else time_line(row.expires_at, now, "never")
+    grid.add_row("Created", Text(f"{created} · expires {expires}"))
+    curve = curve_text(row, metrics)
+    if curve is not None:
+        grid.add_row("Loss", curve)
+    for label, value in field_pairs(row):
+        grid.add_row(label, value)
+    return Group(heading, grid)
 
 
 class DetailsPane(Static):
-    """Shows `details_text` for the highlighted checkpoint."""
+    """Shows `details_renderable` for the highlighted checkpoint."""
 
     shown: tuple[object, ...] | None = None
 
@@ -107,4 +116,4 @@ class DetailsPane(Static):
         if self.shown is not None and all(a is b for a, b in zip(shown, self.shown, strict=True)):
             return  # a filter or sort key press that kept the same row: no work, no layout
         self.shown = shown
-        self.update(details_text(row, run, now, metrics))
+        self.update(details_renderable(row, run, now, metrics))

@@ -1,0 +1,98 @@
+"""`ckpt-tui demo` in a real pseudo-terminal: the main view appears, and `q` quits cleanly."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+COLUMNS, LINES = 120, 36
+STARTUP_TIMEOUT = 15.0
+EXIT_TIMEOUT = 5.0
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def set_window_size(fd: int, columns: int, lines: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+
+
+def read_available(fd: int, wait: float) -> bytes:
+    """What the terminal has to read within `wait` seconds (b"" if nothing; EOF reads b"")."""
+    ready, _, _ = select.select([fd], [], [], wait)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the child closed its side
+        return b""
+
+
+def screen_text(raw: bytes) -> str:
+    return ANSI.sub("", raw.decode("utf-8", errors="replace"))
+
+
+def main_view_shown(text: str) -> bool:
+    """The header's totals ("47 checkpoints") and a run of the demo are on screen."""
+    return re.search(r"\d+ checkpoints", text) is not None and "sl/llama-8b-tulu3" in text
+
+
+def read_until_main_view(fd: int, process: subprocess.Popen[bytes]) -> str:
+    """Read output until the main view shows (or time runs out); the text so far."""
+    raw = b""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        raw += read_available(fd, 0.1)
+        if main_view_shown(screen_text(raw)):
+            break
+    return screen_text(raw)
+
+
+def wait_for_exit(fd: int, process: subprocess.Popen[bytes]) -> str:
+    """Keep draining the terminal (a full pty would block the child) until the process ends."""
+    raw = b""
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        raw += read_available(fd, 0.1)
+    raw += read_available(fd, 0.1)
+    return screen_text(raw)
+
+
+def test_the_demo_opens_in_a_terminal_and_q_quits(tmp_path: Path) -> None:
+    master, slave = os.openpty()
+    set_window_size(slave, COLUMNS, LINES)
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(LINES),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    env.pop("TEXTUAL", None)  # no devtools or other driver overrides from the caller
+    command = [sys.executable, "-m", "ckpt_tui", "demo", "--dir", str(tmp_path / "demo")]
+    process = subprocess.Popen(
+        command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+    )
+    os.close(slave)
+    try:
+        shown = read_until_main_view(master, process)
+        assert main_view_shown(shown), shown[-2000:]
+        os.write(master, b"q")
+        after = wait_for_exit(master, process)
+        assert process.poll() == 0, after[-2000:]
+        assert "The demo stays in" in after  # printed once the app has left the screen
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
