@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_not, methodcaller, not_
 from typing import Literal
 
 from ckpt_tui.catalog.rows import CheckpointRow
@@ -62,13 +63,28 @@ def value_getter(sort: Sort) -> Callable[[CheckpointRow], object]:
     return lambda row: None if metric is None else row.metrics.get(metric)
 
 
+def has_value(rows: Sequence[CheckpointRow], sort: Sort) -> list[bool]:
+    """Per row, whether it has a value for the sort key; C-level passes, no Python per row."""
+    if sort.key == "metric":
+        values = map(methodcaller("get", sort.metric), map(attrgetter("metrics"), rows))
+    else:
+        values = map(attrgetter(SORT_ATTRIBUTES[sort.key]), rows)
+    return list(map(is_not, values, repeat(None)))
+
+
 def sort_rows(rows: Sequence[CheckpointRow], sort: Sort) -> list[CheckpointRow]:
     """A stable sort by the chosen key; rows without a value for it go last, in their order."""
-    get = value_getter(sort)
-    valued = [row for row in rows if get(row) is not None]
-    empty = [row for row in rows if get(row) is None]
-    valued.sort(key=get, reverse=sort.reverse)  # type: ignore[arg-type]
-    return valued + empty
+    # One C-level pass to split off the empty rows (two Python comprehensions calling the
+    # getter cost ~10 ms at 100,000 rows): a sort key press must paint within 50 ms.
+    present = has_value(rows, sort)
+    if all(present):
+        valued, empty = list(rows), []
+    else:
+        valued = list(compress(rows, present))
+        empty = list(compress(rows, map(not_, present)))
+    valued.sort(key=value_getter(sort), reverse=sort.reverse)  # type: ignore[arg-type]
+    valued += empty
+    return valued
 
 
 def filter_rows(rows: Sequence[CheckpointRow], text: str) -> list[CheckpointRow]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -9,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
@@ -80,14 +82,14 @@ class BrowseScreen(Screen[None]):
             yield FastTable[RunSummary](
                 render.RUN_COLUMNS,
                 lambda run: self.run_cells(run),
-                lambda run: run.run_id,
+                attrgetter("run_id"),  # C-level: set_rows finds the cursor's key in O(n)
                 id="runs",
             )
             with Vertical(id="lower"):
                 yield FastTable[CheckpointRow](
                     render.checkpoint_columns(None, False),
                     lambda row: self.checkpoint_cells(row),
-                    lambda row: row.tinker_path,
+                    attrgetter("tinker_path"),  # C-level: ~2 ms less per 100,000-row set_rows
                     row_style=lambda row: "dim" if row.is_missing else None,
                     id="checkpoints",
                 )
@@ -260,6 +262,18 @@ class BrowseScreen(Screen[None]):
     def filter_changed(self, event: Input.Changed) -> None:
         self.state.filter_text = event.value
         self.refresh_views()
+        # The Input has already asked the screen for a frame (its echo), and the screen's
+        # 60 fps timer paints it before the tables' own repaint requests arrive; theirs then
+        # wait for the next tick, which Textual's timer places 17-33 ms later (measured: the
+        # table's frame at ~40 ms at only 1k rows). Marking their regions dirty on the screen
+        # now puts the filtered rows in the same frame as the echo.
+        self.refresh(*(widget.region for widget in self.filter_painted_widgets()))
+
+    def filter_painted_widgets(self) -> list[Widget]:
+        """What a filter change repaints besides the Input itself."""
+        widgets: list[Widget] = [self.checkpoints_table, self.query_one(DetailsPane)]
+        widgets += [self.runs_table, self.query_one("#status-line", Static)]
+        return [widget for widget in widgets if widget.display]
 
     @on(Input.Submitted, "#filter")
     def filter_submitted(self) -> None:
