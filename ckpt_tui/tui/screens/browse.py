@@ -151,9 +151,19 @@ class BrowseScreen(Screen[None]):
         else:
             self.error = None
             self.apply_snapshot(snapshot)
+            self.warm_filter(snapshot)
         finally:
             self.fetching = False
             self.update_chrome()
+
+    @work(exclusive=True, group="warm", thread=True)
+    def warm_filter(self, snapshot: Snapshot) -> None:
+        """Build every row's search text now, off the UI thread (rows build it on first use).
+
+        Otherwise the first character typed into the filter builds 100,000 of them: ~150 ms.
+        """
+        for row in snapshot.catalog.rows:
+            row.haystack  # noqa: B018 - the property caches its value
 
     def on_progress(self, loaded: int, total: int) -> None:
         self.progress = (loaded, total)
