@@ -191,7 +191,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         snapshot = await asyncio.to_thread(Snapshot, runs, checkpoints, Discovery([], []))
         screen.apply_snapshot(snapshot)
         arrival = await FrameClock.since(start)
-        screen.warm_filter(snapshot)  # as the app's loader does after the final snapshot
+        screen.warm_up(snapshot)  # as the app's loader does after the final snapshot
         await app.workers.wait_for_complete()
         down = await timed_keys(pilot, ["down"] * reps)
         page = await timed_keys(pilot, ["pagedown"] * reps)
