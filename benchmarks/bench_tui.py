@@ -38,11 +38,10 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import Backend, CheckpointClient, Page
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.loader import LogDirSettings, Snapshot
+from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.logdirs import Discovery
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.loading import load_progressively
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable
 
@@ -155,9 +154,7 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
 
     settings = LogDirSettings((), None)
     client = cast(CheckpointClient, source)
-    task = asyncio.ensure_future(
-        load_progressively(client, settings, lambda *_: None, on_partial, RowCache())
-    )
+    task = asyncio.ensure_future(load_snapshot(client, settings, None, on_partial, RowCache()))
     await first_shown.wait()
     first = await FrameClock.since(source.first_page_at)
     snapshot = await task

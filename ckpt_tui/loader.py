@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
+from ckpt_tui.client.paging import unique_by
 from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
 
 Progress = Callable[[int, int], None]
+PARTIAL_EVERY = 0.25
+"""Seconds between partial snapshots while pages arrive (each one re-joins every row)."""
 WEIGHTS_INFO_CONCURRENCY = 8
 
 
@@ -87,16 +92,48 @@ async def fetch_weights_info(
     return {run_id: info for run_id, info in found if info is not None}
 
 
+def newest_unique(items: list[Checkpoint]) -> list[Checkpoint]:
+    """Newest first, one per tinker path (pages may overlap if the list shifted meanwhile)."""
+    unique = unique_by(items, attrgetter("tinker_path"))
+    return sorted(unique, key=lambda c: (c.time, c.tinker_path), reverse=True)
+
+
 async def load_snapshot(
-    client: CheckpointClient, settings: LogDirSettings, on_progress: Progress | None = None
+    client: CheckpointClient,
+    settings: LogDirSettings,
+    on_progress: Progress | None = None,
+    on_partial: Callable[[Snapshot], None] | None = None,
+    cache: RowCache | None = None,
 ) -> Snapshot:
-    """Runs, checkpoints (pages fetched concurrently) and log dirs, joined."""
+    """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
+
+    With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
+    first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
+    shares `cache`, so each re-join only builds rows for what is new.
+    """
+    cache = cache or RowCache()
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
     try:
         runs = await client.list_all_training_runs()
-        checkpoints = await client.list_all_checkpoints(on_progress=on_progress)
+        checkpoints: list[Checkpoint] = []
+        last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+        async for page in client.iter_checkpoint_pages():
+            checkpoints.extend(page.items)
+            if on_progress is not None:
+                on_progress(len(checkpoints), page.total)
+            if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+                discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+                on_partial(
+                    await asyncio.to_thread(
+                        Snapshot, runs, newest_unique(checkpoints), discovery, {}, cache
+                    )
+                )
+                last_partial = time.monotonic()
         infos = await fetch_weights_info(client, checkpoints)
+        discovery = await discovery_task
     except BaseException:
         discovery_task.cancel()
         raise
-    return Snapshot(runs, checkpoints, await discovery_task, infos)
+    return await asyncio.to_thread(
+        Snapshot, runs, newest_unique(checkpoints), discovery, infos, cache
+    )

@@ -16,11 +16,11 @@ from textual.widgets import Footer, Input, Static
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
-from ckpt_tui.loader import Snapshot
+from ckpt_tui.loader import Snapshot, load_snapshot
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
-from ckpt_tui.tui.loading import load_progressively, refresh_log_dirs
+from ckpt_tui.tui.loading import refresh_log_dirs
 from ckpt_tui.tui.state import (
     BrowseState,
     SortedRows,
@@ -139,7 +139,7 @@ class BrowseScreen(Screen[None]):
         self.update_chrome()
         try:
             client = self.ckpt_app.get_client()
-            snapshot = await load_progressively(
+            snapshot = await load_snapshot(
                 client,
                 self.ckpt_app.log_settings,
                 self.on_progress,
