@@ -38,7 +38,8 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import Backend, CheckpointClient, Page
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
+from ckpt_tui.heap import keep_long_lived, manage_heap
+from ckpt_tui.loader import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.logdirs import Discovery
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
@@ -185,7 +186,8 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         await pilot.pause(0.2)
         FrameClock.painted.clear()
         start = time.perf_counter()
-        snapshot = await asyncio.to_thread(Snapshot, runs, checkpoints, Discovery([], []))
+        snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
+        keep_long_lived()  # as the loader does with its final snapshot
         screen.apply_snapshot(snapshot)
         arrival = await FrameClock.since(start)
         screen.warm_up(snapshot)  # as the app's loader does after the final snapshot
@@ -214,6 +216,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    manage_heap()  # as the `ckpt-tui` command does
     with tempfile.TemporaryDirectory() as folder:
         Store.open(Path(folder) / "store").close()
         results = {n: asyncio.run(measure(n, args.reps, Path(folder) / "store")) for n in sizes}

@@ -15,6 +15,7 @@ from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import unique_by
+from ckpt_tui.heap import collector_paused, keep_long_lived
 from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
 
 Progress = Callable[[int, int], None]
@@ -58,9 +59,14 @@ class Snapshot:
 
     def rebuild(self) -> None:
         """Join again, e.g. after the log dirs were re-read."""
-        self.catalog = build_catalog(
-            self.runs, self.checkpoints, self.discovery.log_dirs, self.weights_info, self.row_cache
-        )
+        with collector_paused():
+            self.catalog = build_catalog(
+                self.runs,
+                self.checkpoints,
+                self.discovery.log_dirs,
+                self.weights_info,
+                self.row_cache,
+            )
 
     @property
     def problems(self) -> list[str]:
@@ -95,7 +101,7 @@ async def fetch_weights_info(
 def newest_unique(items: list[Checkpoint]) -> list[Checkpoint]:
     """Newest first, one per tinker path (pages may overlap if the list shifted meanwhile)."""
     unique = unique_by(items, attrgetter("tinker_path"))
-    return sorted(unique, key=lambda c: (c.time, c.tinker_path), reverse=True)
+    return sorted(unique, key=attrgetter("time", "tinker_path"), reverse=True)
 
 
 async def load_snapshot(
@@ -112,28 +118,40 @@ async def load_snapshot(
     shares `cache`, so each re-join only builds rows for what is new.
     """
     cache = cache or RowCache()
-    discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
-    try:
-        runs = await client.list_all_training_runs()
-        checkpoints: list[Checkpoint] = []
-        last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
-        async for page in client.iter_checkpoint_pages():
-            checkpoints.extend(page.items)
-            if on_progress is not None:
-                on_progress(len(checkpoints), page.total)
-            if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
-                discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
-                on_partial(
-                    await asyncio.to_thread(
-                        Snapshot, runs, newest_unique(checkpoints), discovery, {}, cache
+    with collector_paused():  # every page and join allocates long-lived objects: see heap
+        discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+        try:
+            runs = await client.list_all_training_runs()
+            checkpoints: list[Checkpoint] = []
+            last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+            async for page in client.iter_checkpoint_pages():
+                checkpoints.extend(page.items)
+                if on_progress is not None:
+                    on_progress(len(checkpoints), page.total)
+                if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+                    discovery = (
+                        discovery_task.result() if discovery_task.done() else Discovery([], [])
                     )
-                )
-                last_partial = time.monotonic()
-        infos = await fetch_weights_info(client, checkpoints)
-        discovery = await discovery_task
-    except BaseException:
-        discovery_task.cancel()
-        raise
+                    on_partial(await joined(runs, checkpoints, discovery, {}, cache))
+                    last_partial = time.monotonic()
+            infos = await fetch_weights_info(client, checkpoints)
+            discovery = await discovery_task
+        except BaseException:
+            discovery_task.cancel()
+            raise
+        snapshot = await joined(runs, checkpoints, discovery, infos, cache)
+        keep_long_lived()
+    return snapshot
+
+
+async def joined(
+    runs: list[TrainingRun],
+    checkpoints: list[Checkpoint],
+    discovery: Discovery,
+    infos: dict[str, WeightsInfo],
+    cache: RowCache,
+) -> Snapshot:
+    """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
     return await asyncio.to_thread(
         Snapshot, runs, newest_unique(checkpoints), discovery, infos, cache
     )

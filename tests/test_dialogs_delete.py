@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 from textual.widgets import Button, Input
@@ -15,6 +14,7 @@ from tests.test_dialogs_support import (
     NOW,
     DialogApp,
     GiB,
+    changed,
     ckpt,
     flagged,
     many_rows,
@@ -122,7 +122,7 @@ async def test_lists_rows_total_and_every_warning() -> None:
 
 async def test_unknown_sizes_make_the_total_at_least() -> None:
     known, unknown = rows_of(ckpt("a", 5, size=GiB), ckpt("b", 5, size=None))
-    rows = [known, replace(unknown, size=Size.unknown("no size and no model to estimate from"))]
+    rows = [known, changed(unknown, size=Size.unknown("no size and no model to estimate from"))]
     app = delete_app(rows)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()

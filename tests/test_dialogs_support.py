@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, TypeVar
 
@@ -54,9 +54,17 @@ def rows_of(*checkpoints: Checkpoint) -> list[CheckpointRow]:
     return [by_path[c.tinker_path] for c in checkpoints]
 
 
+def changed(row: CheckpointRow, **values: Any) -> CheckpointRow:
+    """A copy of a row with some attributes set (rows are built only by the join)."""
+    new = copy.copy(row)
+    for name, value in values.items():
+        setattr(new, name, value)
+    return new
+
+
 def flagged(row: CheckpointRow, *, final: bool = False, resume: bool = False) -> CheckpointRow:
     """The row as a training log would mark it (final / resume point)."""
-    return replace(row, final=final, resume_point=resume)
+    return changed(row, final=final, resume_point=resume)
 
 
 def many_rows(count: int) -> list[CheckpointRow]:

@@ -2,32 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from itertools import chain
+from operator import attrgetter, itemgetter, methodcaller
 
-from ckpt_tui.api_types import Checkpoint, TinkerPath, TrainingRun, WeightsInfo
-from ckpt_tui.catalog.rows import CheckpointRow, RowState, RunSummary, soonest_expiry
+from ckpt_tui.api_types import (
+    TINKER_SCHEME,
+    Checkpoint,
+    CheckpointType,
+    TinkerPath,
+    TrainingRun,
+    WeightsInfo,
+)
+from ckpt_tui.catalog.rows import (
+    CheckpointRow,
+    RecordRef,
+    RunSummary,
+    soonest_expiry,
+    stored_only,
+)
 from ckpt_tui.catalog.sizing import RunSizer
 from ckpt_tui.logdirs import LogDir
-from ckpt_tui.records import CheckpointRecord, last_checkpoint, record_paths
-from ckpt_tui.sizes import SizeTotal, total
+from ckpt_tui.records import last_checkpoint, record_paths
+from ckpt_tui.sizes import Size, SizeTotal, total
 
 NOT_METRICS = frozenset(
     {"step", "batch", "epoch", "global_step", "params", "lora_rank", "lora_alpha", "shards",
      "checkpoint_index"}
 )  # fmt: skip
 """Numeric keys that are positions or facts (store discovery metadata), not metrics."""
-
-
-@dataclass(frozen=True)
-class RecordRef:
-    """A record of a log dir and which of its paths names a checkpoint."""
-
-    log_dir: LogDir
-    record: CheckpointRecord
-    resume_point: bool
 
 
 @dataclass
@@ -67,73 +72,66 @@ def numbers_of(values: Mapping[str, object]) -> dict[str, float]:
     """
     found: dict[str, float] = {}
     for key, value in values.items():
-        if isinstance(value, bool) or key in NOT_METRICS:
+        if key in NOT_METRICS:
             continue
-        if isinstance(value, (int, float)):
-            found[key] = float(value)
-        elif isinstance(value, str):
+        kind = type(value)
+        if kind is str:  # server metadata: always strings
             try:
-                found[key] = float(value)
+                found[key] = float(value)  # type: ignore[arg-type]
             except ValueError:
                 continue
+        elif kind is float or kind is int:
+            found[key] = float(value)  # type: ignore[arg-type]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found[key] = float(value)
     return found
-
-
-def int_or_none(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
 
 
 def make_row(
     run_name: str,
-    path: TinkerPath,
+    path: tuple[str, str, str, CheckpointType],
     ckpt: Checkpoint | None,
     ref: RecordRef | None,
-    sizer: RunSizer,
+    size: Size,
 ) -> CheckpointRow:
-    record = None if ref is None else ref.record
-    metadata: Mapping[str, object] = (ckpt.user_metadata or {}) if ckpt else {}
-    if ckpt is None:
-        state, size = RowState.MISSING, sizer.unknown_missing()
+    """One checkpoint's row: the server's facts, its training-log record, and its size.
+
+    `path` is (run id, checkpoint id, tinker path, type).
+    """
+    metadata = ckpt.user_metadata if ckpt is not None else None
+    if ref is not None:
+        record = ref.record
+        metrics = numbers_of(record.extra) if record.extra else {}
+        final, resume, rolling = bool(record.final), ref.resume_point, record.is_rolling
     else:
-        state = RowState.TRACKED if record else RowState.UNTRACKED
-        size = sizer.size_of(ckpt)
-    if record is not None:
-        step: object = record.batch if record.batch is not None else record.extra.get("step")
-        epoch: object = record.epoch
-    else:
-        step, epoch = metadata.get("batch", metadata.get("step")), metadata.get("epoch")
-    metrics = numbers_of(record.extra if record else metadata) if (record or metadata) else {}
-    text = ckpt.tinker_path if ckpt is not None else str(path)
-    return CheckpointRow(
-        run_id=path.run_id,
-        run_name=run_name,
-        checkpoint_id=path.checkpoint_id,
-        tinker_path=text,
-        checkpoint_type=path.checkpoint_type,
-        state=state,
-        server=ckpt,
-        record=record,
-        step=int_or_none(step),
-        epoch=int_or_none(epoch),
-        metrics=metrics,
-        size=size,
-        final=bool(record and record.final) or metadata.get("best") == "true",
-        resume_point=bool(ref and ref.resume_point) or metadata.get("resume_point") == "true",
-        rolling=bool(record and record.is_rolling),
-    )
+        metrics = numbers_of(metadata) if metadata else {}
+        final = resume = rolling = False
+    if metadata:
+        final = final or metadata.get("best") == "true"
+        resume = resume or metadata.get("resume_point") == "true"
+    return CheckpointRow(path, run_name, ckpt, ref, metrics, size, (final, resume, rolling))
 
 
-def path_of(run_id: str, ckpt: Checkpoint) -> TinkerPath:
-    """The checkpoint's tinker path, without re-parsing it when it is the expected one."""
-    if ckpt.tinker_path == f"tinker://{run_id}/{ckpt.checkpoint_id}":
-        return TinkerPath(run_id, ckpt.checkpoint_type, ckpt.checkpoint_id)
-    return TinkerPath.parse(ckpt.tinker_path)
+def parts_of(path: TinkerPath) -> tuple[str, str, str, CheckpointType]:
+    return (path.run_id, path.checkpoint_id, str(path), path.checkpoint_type)
+
+
+def group_by_run(checkpoints: Sequence[Checkpoint]) -> dict[str, list[Checkpoint]]:
+    """Checkpoints per run id, in their order; run ids in order of first appearance."""
+    paths = list(map(attrgetter("tinker_path"), checkpoints))
+    if all(map(methodcaller("startswith", TINKER_SCHEME), paths)):
+        # "tinker://RUN/..." splits into ["tinker:", "", RUN, ...]: C-level, no call per row
+        run_ids: Iterable[str] = map(itemgetter(2), map(methodcaller("split", "/", 3), paths))
+    else:
+        run_ids = map(run_id_of, checkpoints)  # raises with the reason
+    by_run: dict[str, list[Checkpoint]] = {}
+    for run_id, ckpt in zip(run_ids, checkpoints, strict=True):
+        group = by_run.get(run_id)
+        if group is None:
+            by_run[run_id] = [ckpt]
+        else:
+            group.append(ckpt)
+    return by_run
 
 
 def run_id_of(ckpt: Checkpoint) -> str:
@@ -152,39 +150,33 @@ class Catalog:
     problems: list[str]
     rows: list[CheckpointRow] = field(init=False)
     row_by_path: dict[str, CheckpointRow] = field(init=False, repr=False)
+    stored_rows: list[CheckpointRow] = field(init=False, repr=False)
+    """Rows the server still has (not the missing ones)."""
+    stored_size: SizeTotal = field(init=False, repr=False)
+    soonest_expiry: datetime | None = field(init=False, repr=False)
     _by_id: dict[str, RunSummary] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.rows = [row for run in self.runs for row in run.rows]
-        self.row_by_path = {row.tinker_path: row for row in self.rows}
+        # Worked out here, in the joining thread: the header needs the totals on every frame.
+        rows = self.rows = list(chain.from_iterable(map(attrgetter("rows"), self.runs)))
+        self.row_by_path = dict(zip(map(attrgetter("tinker_path"), rows), rows, strict=True))
         self._by_id = {run.run_id: run for run in self.runs}
+        self.stored_rows = stored_only(rows)
+        self.stored_size = total(map(attrgetter("size"), self.stored_rows))
+        self.soonest_expiry = soonest_expiry(self.stored_rows)
 
     def run(self, run_id: str) -> RunSummary | None:
         return self._by_id.get(run_id)
-
-    @cached_property
-    def stored_rows(self) -> list[CheckpointRow]:
-        """Rows the server still has (not the missing ones)."""
-        return [row for row in self.rows if not row.is_missing]
-
-    @cached_property
-    def stored_size(self) -> SizeTotal:
-        return total(row.size for row in self.stored_rows)
-
-    @cached_property
-    def soonest_expiry(self) -> datetime | None:
-        return soonest_expiry(self.stored_rows)
 
 
 def ordered_run_ids(
     runs: Sequence[TrainingRun], by_run: Mapping[str, list[Checkpoint]], index: LogIndex
 ) -> list[str]:
     """Server order first, then runs known only from checkpoints or only from logs."""
-    ids = [run.training_run_id for run in runs]
-    for run_id in [*by_run, *index.log_dir_of_run]:
-        if run_id not in ids:
-            ids.append(run_id)
-    return ids
+    ids = dict.fromkeys(run.training_run_id for run in runs)
+    ids.update(dict.fromkeys(by_run))
+    ids.update(dict.fromkeys(index.log_dir_of_run))
+    return list(ids)
 
 
 def info_for(run: TrainingRun | None, log_dir: LogDir | None) -> WeightsInfo | None:
@@ -199,36 +191,51 @@ def info_for(run: TrainingRun | None, log_dir: LogDir | None) -> WeightsInfo | N
 class RowCache:
     """Rows of the previous join, reused when their inputs are equal.
 
-    While pages arrive the view is re-joined every half second, and a poll re-joins it all
+    While pages arrive the view is re-joined a few times a second, and a poll re-joins it all
     again; reusing unchanged rows makes that a dictionary lookup per row instead of a new row.
-    Rows with estimated sizes are always rebuilt, since calibration depends on their run.
+    An estimated size is part of the inputs, since calibration depends on the rest of the run.
     """
 
     def __init__(self) -> None:
-        self._old: dict[str, tuple[object, CheckpointRow]] = {}
-        self._new: dict[str, tuple[object, CheckpointRow]] = {}
+        self._old: dict[str, CheckpointRow] = {}
+        self._new: dict[str, CheckpointRow] = {}
 
-    def row(
-        self,
-        run_name: str,
-        path: TinkerPath,
-        ckpt: Checkpoint | None,
-        ref: RecordRef | None,
-        sizer: RunSizer,
+    def stored(
+        self, run_name: str, run_id: str, ckpt: Checkpoint, ref: RecordRef | None, sizer: RunSizer
     ) -> CheckpointRow:
-        key = ckpt.tinker_path if ckpt is not None else str(path)
-        inputs = (run_name, ckpt, ref)
-        hit = self._old.get(key)
-        if hit is not None and hit[0] == inputs and (ckpt is None or ckpt.size_bytes is not None):
-            self._new[key] = hit
-            return hit[1]
-        row = make_row(run_name, path, ckpt, ref, sizer)
-        self._new[key] = (inputs, row)
+        """The row of a checkpoint the server has."""
+        key = ckpt.tinker_path
+        row = self._old.get(key)
+        if (
+            row is None
+            or row.run_name != run_name
+            or row.ref != ref
+            or (row.server is not ckpt and row.server != ckpt)
+            or (ckpt.size_bytes is None and row.size != sizer.size_of(ckpt))
+        ):
+            if key == f"tinker://{run_id}/{ckpt.checkpoint_id}":  # as expected: no parsing
+                path = (run_id, ckpt.checkpoint_id, key, ckpt.checkpoint_type)
+            else:
+                path = parts_of(TinkerPath.parse(key))
+            row = make_row(run_name, path, ckpt, ref, sizer.size_of(ckpt))
+        self._new[key] = row
+        return row
+
+    def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
+        """The row of a checkpoint a training log names but the server no longer has."""
+        row = self._old.get(text)
+        if row is None or row.run_name != run_name or row.server is not None or row.ref != ref:
+            path = parts_of(TinkerPath.parse(text))
+            row = make_row(run_name, path, None, ref, RunSizer.unknown_missing())
+        self._new[text] = row
         return row
 
     def finish(self) -> None:
         """Forget rows this join did not use."""
         self._old, self._new = self._new, {}
+
+
+BY_TIME = attrgetter("time", "checkpoint_id")
 
 
 def summarize_run(
@@ -241,9 +248,10 @@ def summarize_run(
 ) -> RunSummary:
     log_dir = index.log_dir_of_run.get(run_id)
     info = info or info_for(run, log_dir)
+    name = log_dir.display_name if log_dir else run_id
     summary = RunSummary(
         run_id=run_id,
-        display_name=log_dir.display_name if log_dir else run_id,
+        display_name=name,
         base_model=info.base_model if info else "?",
         lora_rank=info.lora_rank if info else None,
         is_lora=info.is_lora if info else False,
@@ -251,16 +259,17 @@ def summarize_run(
         log_dir=log_dir,
     )
     sizer = RunSizer(info, checkpoints)
-    on_server = {ckpt.tinker_path for ckpt in checkpoints}
-    for ckpt in sorted(checkpoints, key=lambda c: (c.time, c.checkpoint_id)):
-        path = path_of(run_id, ckpt)
-        ref = index.by_path.get(ckpt.tinker_path)
-        summary.rows.append(cache.row(summary.display_name, path, ckpt, ref, sizer))
-    for text in index.paths_of_run.get(run_id, []):
-        if text not in on_server:
-            path, ref = TinkerPath.parse(text), index.by_path[text]
-            summary.rows.append(cache.row(summary.display_name, path, None, ref, sizer))
-    summary.metric_keys = metric_keys(summary.rows)
+    refs = index.by_path
+    rows = summary.rows
+    for ckpt in sorted(checkpoints, key=BY_TIME):
+        rows.append(cache.stored(name, run_id, ckpt, refs.get(ckpt.tinker_path), sizer))
+    logged = index.paths_of_run.get(run_id)
+    if logged:
+        on_server = {ckpt.tinker_path for ckpt in checkpoints}
+        for text in logged:
+            if text not in on_server:
+                rows.append(cache.missing(name, text, refs[text]))
+    summary.metric_keys = metric_keys(rows)
     return summary
 
 
@@ -288,9 +297,7 @@ def build_catalog(
     """
     cache = cache or RowCache()
     index = index_log_dirs(log_dirs)
-    by_run: dict[str, list[Checkpoint]] = {}
-    for ckpt in checkpoints:
-        by_run.setdefault(run_id_of(ckpt), []).append(ckpt)
+    by_run = group_by_run(checkpoints)
     server_runs = {run.training_run_id: run for run in runs}
     infos = weights_info or {}
     summaries = [

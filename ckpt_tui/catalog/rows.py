@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, TrainingRun
 from ckpt_tui.logdirs import LogDir
@@ -28,12 +30,24 @@ KIND_LABELS: dict[CheckpointType, str] = {
 }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True)
+class RecordRef:
+    """A record of a log dir and which of its paths names a checkpoint."""
+
+    log_dir: LogDir
+    record: CheckpointRecord
+    resume_point: bool
+
+
+@dataclass(slots=True, init=False, eq=False)
 class CheckpointRow:
     """One checkpoint as the user sees it: the server's facts joined with its record.
 
-    Treat it as read-only. The `*_key` fields are precomputed sort keys: a view sorts 100,000
-    of these on a key press, and plain attributes keep that fast.
+    Treat it as read-only. Rows compare by identity: a table finds its cursor's row among
+    100,000 by identity at C speed, and a join hands unchanged rows over again. A join builds
+    100,000 of these, so a row stores only what every view needs at once; step, epoch, the
+    name's sort key and the filter's search text are worked out when first asked for. The
+    `*_key` attributes are sort keys: plain attributes keep a 100,000-row sort fast.
     """
 
     run_id: str
@@ -43,25 +57,79 @@ class CheckpointRow:
     checkpoint_type: CheckpointType
     state: RowState
     server: Checkpoint | None
-    record: CheckpointRecord | None
-    step: int | None
-    epoch: int | None
+    ref: RecordRef | None
     metrics: Mapping[str, float]
     size: Size
-    final: bool = False
-    resume_point: bool = False
-    rolling: bool = False
-    _haystack: str | None = field(default=None, init=False, repr=False, compare=False)
-    created_key: float | None = field(init=False, repr=False, compare=False)
-    expires_key: float | None = field(init=False, repr=False, compare=False)
-    name_key: str = field(init=False, repr=False, compare=False)
+    final: bool
+    resume_point: bool
+    rolling: bool
+    created_key: float | None = field(repr=False, compare=False)
+    expires_key: float | None = field(repr=False, compare=False)
+    _name_key: str | None = field(repr=False, compare=False)
+    _haystack: str | None = field(repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        path: tuple[str, str, str, CheckpointType],
+        run_name: str,
+        server: Checkpoint | None,
+        ref: RecordRef | None,
+        metrics: Mapping[str, float],
+        size: Size,
+        flags: tuple[bool, bool, bool],
+    ) -> None:
+        """`path` is (run id, checkpoint id, tinker path, type); `flags` (final, resume,
+        rolling)."""
+        self.run_id, self.checkpoint_id, self.tinker_path, self.checkpoint_type = path
+        self.run_name = run_name
+        self.server = server
+        self.ref = ref
+        if server is None:
+            self.state = RowState.MISSING
+            self.created_key = self.expires_key = None
+        else:
+            self.state = RowState.UNTRACKED if ref is None else RowState.TRACKED
+            self.created_key = server.time.timestamp()
+            expires = server.expires_at
+            self.expires_key = None if expires is None else expires.timestamp()
+        self.metrics = metrics
+        self.size = size
+        self.final, self.resume_point, self.rolling = flags
+        self._name_key = self._haystack = None
+
+    @property
+    def record(self) -> CheckpointRecord | None:
+        """The training-log record that names this checkpoint, if any."""
+        return None if self.ref is None else self.ref.record
+
+    @property
+    def step(self) -> int | None:
+        """The record's batch (else its `step` key), else the checkpoint's metadata."""
+        record = self.record
+        if record is not None:
+            batch = record.batch
+            return int_or_none(batch if batch is not None else record.extra.get("step"))
+        metadata = self.metadata
+        return int_or_none(metadata.get("batch", metadata.get("step")))
+
+    @property
+    def epoch(self) -> int | None:
+        if self.record is not None:
+            return int_or_none(self.record.epoch)
+        return int_or_none(self.metadata.get("epoch"))
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """The server's user metadata (empty when there is none)."""
         server = self.server
-        self.created_key = None if server is None else server.time.timestamp()
-        expires = None if server is None else server.expires_at
-        self.expires_key = None if expires is None else expires.timestamp()
-        self.name_key = f"{self.run_name.lower()}\x00{self.name.lower()}"
+        return (server.user_metadata or {}) if server is not None else {}
+
+    @property
+    def name_key(self) -> str:
+        """Sort key for the name sort: run name, then checkpoint name, ignoring case."""
+        if self._name_key is None:
+            self._name_key = f"{self.run_name.lower()}\x00{self.name.lower()}"
+        return self._name_key
 
     @property
     def haystack(self) -> str:
@@ -140,7 +208,7 @@ class RunSummary:
 
     @property
     def stored_rows(self) -> list[CheckpointRow]:
-        return [row for row in self.rows if not row.is_missing]
+        return stored_only(self.rows)
 
     @property
     def size(self) -> SizeTotal:
@@ -155,7 +223,28 @@ class RunSummary:
         return sum(row.is_missing for row in self.rows)
 
 
+def int_or_none(value: object) -> int | None:
+    """An int from a record or metadata value ("12" counts; True and "1.5" do not)."""
+    if type(value) is int:  # the common case, first
+        return value
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
 def soonest_expiry(rows: Sequence[CheckpointRow]) -> datetime | None:
     """The earliest expiry among rows that have one."""
-    times = [row.expires_at for row in rows if row.expires_at is not None]
-    return min(times) if times else None
+    keys = list(map(attrgetter("expires_key"), rows))
+    present = list(compress(keys, map(is_not, keys, repeat(None))))
+    if not present:
+        return None
+    return rows[keys.index(min(present))].expires_at
+
+
+def stored_only(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:
+    """Rows the server still has (not the missing ones)."""
+    return list(compress(rows, map(is_not, map(attrgetter("server"), rows), repeat(None))))

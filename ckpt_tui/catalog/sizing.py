@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, WeightsInfo
 from ckpt_tui.sizes import (
@@ -12,6 +13,9 @@ from ckpt_tui.sizes import (
     checkpoint_param_count,
     estimate_checkpoint_size,
 )
+
+NO_MODEL = Size.unknown("the server gave no size and the run's model is not known")
+NOT_STORED = Size.unknown("no longer stored (deleted or expired)")
 
 
 class RunSizer:
@@ -23,22 +27,35 @@ class RunSizer:
 
     def __init__(self, info: WeightsInfo | None, checkpoints: Sequence[Checkpoint]) -> None:
         self.info = info
-        self.params = None if info is None else checkpoint_param_count(info)
-        self.exact_by_type: dict[CheckpointType, list[int]] = {}
-        for ckpt in checkpoints:
+        self.checkpoints = checkpoints
+        self._estimates: dict[CheckpointType, Size] = {}  # one per kind: they are all alike
+
+    @cached_property
+    def params(self) -> int | None:
+        return None if self.info is None else checkpoint_param_count(self.info)
+
+    @cached_property
+    def exact_by_type(self) -> dict[CheckpointType, list[int]]:
+        """Measured sizes per kind; worked out on the first estimate (most runs need none)."""
+        found: dict[CheckpointType, list[int]] = {}
+        for ckpt in self.checkpoints:
             if ckpt.size_bytes is not None:
-                self.exact_by_type.setdefault(ckpt.checkpoint_type, []).append(ckpt.size_bytes)
+                found.setdefault(ckpt.checkpoint_type, []).append(ckpt.size_bytes)
+        return found
 
     def size_of(self, ckpt: Checkpoint) -> Size:
         if ckpt.size_bytes is not None:
             return Size.exact(ckpt.size_bytes)
         if self.info is None:
-            return Size.unknown("the server gave no size and the run's model is not known")
-        return self.estimate(ckpt.checkpoint_type)
+            return NO_MODEL
+        estimate = self._estimates.get(ckpt.checkpoint_type)
+        if estimate is None:
+            estimate = self._estimates[ckpt.checkpoint_type] = self.estimate(ckpt.checkpoint_type)
+        return estimate
 
     @staticmethod
     def unknown_missing() -> Size:
-        return Size.unknown("no longer stored (deleted or expired)")
+        return NOT_STORED
 
     def estimate(self, kind: CheckpointType) -> Size:
         base = estimate_checkpoint_size(self.info, kind) if self.info else Size.unknown()

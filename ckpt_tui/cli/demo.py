@@ -12,6 +12,7 @@ from ckpt_tui.cli.common import fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
+from ckpt_tui.heap import manage_heap
 from ckpt_tui.loader import LogDirSettings
 
 
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
+    manage_heap()  # as `ckpt-tui` does: see ckpt_tui.heap
     CkptApp(Backend.local(paths.store), settings, clock=clock).run()
     print(f"The demo stays in {paths.root}; to open it again:\n{open_commands(paths)}")
     return 0

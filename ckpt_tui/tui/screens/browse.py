@@ -163,8 +163,7 @@ class BrowseScreen(Screen[None]):
         Otherwise the first character typed into the filter builds 100,000 search texts
         (~150 ms), and each new sort key sorts 100,000 rows inside a key press.
         """
-        for row in snapshot.catalog.rows:
-            row.haystack  # noqa: B018 - the property caches its value
+        self.sorted_rows.index_of_all(snapshot.catalog).haystacks()
         self.sorted_rows.warm(snapshot.catalog, self.state)
 
     def on_progress(self, loaded: int, total: int) -> None:
@@ -210,7 +209,7 @@ class BrowseScreen(Screen[None]):
         if catalog is not None:
             self.metric_key = current_metric(catalog, self.state)
             if runs_table.display:
-                runs_table.set_rows(visible_runs(catalog, self.state))
+                runs_table.set_rows(visible_runs(catalog, self.state, self.sorted_rows))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
             set_columns(table, render.fit_columns(columns, max(table.size.width, 40)))
             now = self.ckpt_app.clock.now()

@@ -25,6 +25,7 @@ from ckpt_tui.tui.widgets.table_layout import (
     Column,
     column_at,
     find_key,
+    find_row,
     fit_text,
     layout_widths,
 )
@@ -170,11 +171,14 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         The cursor stays on the row with the same key when it is still present (and keeps its
         place on screen); otherwise it keeps its index, clamped to the new length.
         """
+        old_row = self._rows[self._cursor] if 0 <= self._cursor < len(self._rows) else None
         old_key = self._key_at(self._cursor)
         screen_offset = self._cursor - round(self.scroll_y)
         self._rows = tuple(rows)
         self._line_cache.clear()
-        new_index = find_key(self._rows, self._row_key, old_key, hint=self._cursor)
+        new_index = find_row(self._rows, old_row, hint=self._cursor)
+        if new_index == NO_ROW:
+            new_index = find_key(self._rows, self._row_key, old_key, hint=self._cursor)
         if new_index == NO_ROW:
             new_index = self._cursor
         self._cursor = clamp(new_index, 0, max(0, len(self._rows) - 1))
