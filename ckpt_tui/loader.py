@@ -98,10 +98,12 @@ async def fetch_weights_info(
     return {run_id: info for run_id, info in found if info is not None}
 
 
-def newest_unique(items: list[Checkpoint]) -> list[Checkpoint]:
-    """Newest first, one per tinker path (pages may overlap if the list shifted meanwhile)."""
-    unique = unique_by(items, attrgetter("tinker_path"))
-    return sorted(unique, key=attrgetter("time", "tinker_path"), reverse=True)
+def unique_checkpoints(items: list[Checkpoint]) -> list[Checkpoint]:
+    """One per tinker path: pages may overlap if the list shifted while they were fetched.
+
+    The join orders rows itself, so the list keeps the order the pages came in.
+    """
+    return unique_by(items, attrgetter("tinker_path"))
 
 
 async def load_snapshot(
@@ -153,5 +155,5 @@ async def joined(
 ) -> Snapshot:
     """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
     return await asyncio.to_thread(
-        Snapshot, runs, newest_unique(checkpoints), discovery, infos, cache
+        Snapshot, runs, unique_checkpoints(checkpoints), discovery, infos, cache
     )

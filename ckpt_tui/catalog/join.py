@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain
-from operator import attrgetter, itemgetter, methodcaller
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_not, itemgetter, methodcaller, not_
 
 from ckpt_tui.api_types import (
     TINKER_SCHEME,
@@ -197,8 +198,7 @@ class RowCache:
     """
 
     def __init__(self) -> None:
-        self._old: dict[str, CheckpointRow] = {}
-        self._new: dict[str, CheckpointRow] = {}
+        self._old: Mapping[str, CheckpointRow] = {}
 
     def stored(
         self, run_name: str, run_id: str, ckpt: Checkpoint, ref: RecordRef | None, sizer: RunSizer
@@ -218,7 +218,6 @@ class RowCache:
             else:
                 path = parts_of(TinkerPath.parse(key))
             row = make_row(run_name, path, ckpt, ref, sizer.size_of(ckpt))
-        self._new[key] = row
         return row
 
     def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
@@ -227,12 +226,11 @@ class RowCache:
         if row is None or row.run_name != run_name or row.server is not None or row.ref != ref:
             path = parts_of(TinkerPath.parse(text))
             row = make_row(run_name, path, None, ref, RunSizer.unknown_missing())
-        self._new[text] = row
         return row
 
-    def finish(self) -> None:
-        """Forget rows this join did not use."""
-        self._old, self._new = self._new, {}
+    def keep(self, catalog: Catalog) -> None:
+        """Remember this join's rows for the next one (the catalog indexes them by path)."""
+        self._old = catalog.row_by_path
 
 
 BY_TIME = attrgetter("time", "checkpoint_id")
@@ -275,13 +273,16 @@ def summarize_run(
 
 def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:
     """Numeric keys in order of first appearance; record keys before metadata keys."""
-    keys: dict[str, None] = {}
-    for tracked_first in (True, False):
-        for row in rows:
-            if (row.record is not None) == tracked_first:
-                for key in row.metrics:
-                    keys.setdefault(key)
+    tracked = list(map(is_not, map(attrgetter("ref"), rows), repeat(None)))
+    keys: dict[str, object] = {}
+    # dict.update keeps each key where it first appeared; consume() runs the map at C speed
+    consume(map(keys.update, map(attrgetter("metrics"), compress(rows, tracked))))
+    consume(map(keys.update, map(attrgetter("metrics"), compress(rows, map(not_, tracked)))))
     return list(keys)
+
+
+def consume(iterator: Iterator[object]) -> None:
+    deque(iterator, maxlen=0)
 
 
 def build_catalog(
@@ -311,12 +312,14 @@ def build_catalog(
         )
         for run_id in ordered_run_ids(runs, by_run, index)
     ]
-    cache.finish()
     summaries.sort(key=newest_first)
-    return Catalog(summaries, list(index.problems))
+    catalog = Catalog(summaries, list(index.problems))
+    cache.keep(catalog)
+    return catalog
 
 
 def newest_first(run: RunSummary) -> tuple[float, str]:
     """Runs with the newest checkpoint first; runs with none stored last; then by name."""
-    times = [row.created_key for row in run.rows if row.created_key is not None]
-    return (-max(times) if times else float("inf"), run.display_name)
+    times = list(map(attrgetter("created"), run.rows))
+    newest = max(compress(times, map(is_not, times, repeat(None))), default=None)
+    return (float("inf") if newest is None else -newest.timestamp(), run.display_name)

@@ -49,9 +49,9 @@ class Sort:
 
 
 SORT_ATTRIBUTES: dict[SortKey, str] = {
-    "created": "created_key",
+    "created": "created",
     "size": "size.bytes",
-    "expiry": "expires_key",
+    "expiry": "expires_at",
     "name": "name_key",
 }
 

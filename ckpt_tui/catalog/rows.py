@@ -46,8 +46,8 @@ class CheckpointRow:
     Treat it as read-only. Rows compare by identity: a table finds its cursor's row among
     100,000 by identity at C speed, and a join hands unchanged rows over again. A join builds
     100,000 of these, so a row stores only what every view needs at once; step, epoch, the
-    name's sort key and the filter's search text are worked out when first asked for. The
-    `*_key` attributes are sort keys: plain attributes keep a 100,000-row sort fast.
+    name's sort key and the filter's search text are worked out when first asked for. Sort keys
+    (`created`, `expires_at`, `name_key`) are attributes, for fast 100,000-row sorts.
     """
 
     run_id: str
@@ -63,8 +63,9 @@ class CheckpointRow:
     final: bool
     resume_point: bool
     rolling: bool
-    created_key: float | None = field(repr=False, compare=False)
-    expires_key: float | None = field(repr=False, compare=False)
+    created: datetime | None
+    """When the server stored it (None for a missing row); also the created sort's key."""
+    expires_at: datetime | None
     _name_key: str | None = field(repr=False, compare=False)
     _haystack: str | None = field(repr=False, compare=False)
 
@@ -86,12 +87,10 @@ class CheckpointRow:
         self.ref = ref
         if server is None:
             self.state = RowState.MISSING
-            self.created_key = self.expires_key = None
+            self.created = self.expires_at = None
         else:
             self.state = RowState.UNTRACKED if ref is None else RowState.TRACKED
-            self.created_key = server.time.timestamp()
-            expires = server.expires_at
-            self.expires_key = None if expires is None else expires.timestamp()
+            self.created, self.expires_at = server.time, server.expires_at
         self.metrics = metrics
         self.size = size
         self.final, self.resume_point, self.rolling = flags
@@ -155,14 +154,6 @@ class CheckpointRow:
     def kind(self) -> str:
         """'state', 'sampler' or 'external'."""
         return KIND_LABELS[self.checkpoint_type]
-
-    @property
-    def created(self) -> datetime | None:
-        return None if self.server is None else self.server.time
-
-    @property
-    def expires_at(self) -> datetime | None:
-        return None if self.server is None else self.server.expires_at
 
     @property
     def public(self) -> bool:
@@ -238,11 +229,8 @@ def int_or_none(value: object) -> int | None:
 
 def soonest_expiry(rows: Sequence[CheckpointRow]) -> datetime | None:
     """The earliest expiry among rows that have one."""
-    keys = list(map(attrgetter("expires_key"), rows))
-    present = list(compress(keys, map(is_not, keys, repeat(None))))
-    if not present:
-        return None
-    return rows[keys.index(min(present))].expires_at
+    times = list(map(attrgetter("expires_at"), rows))
+    return min(compress(times, map(is_not, times, repeat(None))), default=None)
 
 
 def stored_only(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:

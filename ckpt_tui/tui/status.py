@@ -69,7 +69,11 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     extras = []
     if screen.fetching:
         loaded = screen.progress
-        extras.append(f"{loaded[0]:,} of {loaded[1]:,} loaded" if loaded else "Loading…")
+        count = f"{loaded[0]:,} of {loaded[1]:,}" if loaded else ""
+        if screen.snapshot is None:
+            extras.append(f"{count} loaded" if count else "Loading…")
+        else:
+            extras.append(f"Refreshing {count}" if count else "Refreshing…")
     bulk = getattr(screen, "bulk_progress", "")
     if bulk:
         extras.append(bulk)

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Input, Static
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
+from ckpt_tui.heap import Graveyard, keep_long_lived
 from ckpt_tui.loader import Snapshot, load_snapshot
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui import render
@@ -61,7 +62,8 @@ class BrowseScreen(Screen[None]):
         self.progress: tuple[int, int] | None = None
         self.fetching = False
         self.metric_key: str | None = None
-        self.sorted_rows = SortedRows()
+        self.graveyard = Graveyard()
+        self.sorted_rows = SortedRows(self.graveyard)
         self.row_cache = RowCache()
 
     @property
@@ -137,14 +139,14 @@ class BrowseScreen(Screen[None]):
         """Fetch everything; the screen fills in as pages arrive and never blocks on the network."""
         self.fetching, self.progress = True, None
         self.update_chrome()
+        # The first load fills the screen in page by page; a refresh keeps showing the
+        # current snapshot until the new one is whole, so rows, totals and the cursor never
+        # fall back to a first page's worth.
+        fill_in = self.apply_snapshot if self.snapshot is None else None
         try:
             client = self.ckpt_app.get_client()
             snapshot = await load_snapshot(
-                client,
-                self.ckpt_app.log_settings,
-                self.on_progress,
-                self.apply_snapshot,
-                self.row_cache,
+                client, self.ckpt_app.log_settings, self.on_progress, fill_in, self.row_cache
             )
         except ClientError as exc:
             self.show_error(exc.message)
@@ -163,8 +165,10 @@ class BrowseScreen(Screen[None]):
         Otherwise the first character typed into the filter builds 100,000 search texts
         (~150 ms), and each new sort key sorts 100,000 rows inside a key press.
         """
+        self.graveyard.bury()  # replaced snapshots: freed here, not during a frame
         self.sorted_rows.index_of_all(snapshot.catalog).haystacks()
         self.sorted_rows.warm(snapshot.catalog, self.state)
+        keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
 
     def on_progress(self, loaded: int, total: int) -> None:
         self.progress = (loaded, total)
@@ -180,6 +184,7 @@ class BrowseScreen(Screen[None]):
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
+        self.graveyard.retire(self.snapshot)
         self.snapshot = snapshot
         if self.state.run_id is None or snapshot.catalog.run(self.state.run_id) is None:
             self.state.run_id = snapshot.catalog.runs[0].run_id if snapshot.catalog.runs else None
