@@ -10,6 +10,8 @@ checkpoints (100 per run, every 7th with no server size, so estimates are in pla
 - first page: the first page of 1,000 arriving (pages then keep coming, one every 10 ms, as
   from 16 requests in flight) -> the first frame showing rows
 - last page: the last page arriving -> the frame showing the complete, joined view
+- load stall: the longest time the event loop was blocked (the screen frozen) from the first
+  page until the sorting and indexing after the last one had finished
 - all at once: every checkpoint arriving in one go -> joined (off the UI thread) -> frame
 - down / pagedown: keystroke -> frame, in the all-checkpoints view
 - filter: one typed character of a growing filter -> frame
@@ -162,7 +164,27 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
     FrameClock.painted.clear()
     screen.apply_snapshot(snapshot)
     last = await FrameClock.since(source.last_page_at)
+    screen.warm_up(snapshot)  # as the app's loader does after the final snapshot
+    await screen.app.workers.wait_for_complete()
     return first, last
+
+
+class StallMeter:
+    """The longest time the event loop could not run (a frozen screen), while it runs."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._task = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(0.005)
+            self.longest = max(self.longest, (time.perf_counter() - start - 0.005) * 1000)
+
+    def stop(self) -> float:
+        self._task.cancel()
+        return self.longest
 
 
 async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
@@ -182,7 +204,9 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         await pilot.press("2")
         await pilot.pause(0.1)
         FrameClock.painted = asyncio.Event()
+        stalls = StallMeter()
         first_page, last_page = await paged_arrival(screen, PageSource(runs, checkpoints))
+        load_stall = stalls.stop()
         await pilot.pause(0.2)
         FrameClock.painted.clear()
         start = time.perf_counter()
@@ -201,6 +225,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     return {
         "first page": first_page,
         "last page": last_page,
+        "load stall": load_stall,
         "all at once": arrival,
         "down": statistics.median(down),
         "pagedown": statistics.median(page),

@@ -68,6 +68,10 @@ class Snapshot:
                 self.row_cache,
             )
 
+    def __repr__(self) -> str:
+        # Short on purpose: a repr of 100,000 checkpoints takes seconds (tracebacks, logs).
+        return f"<Snapshot of {len(self.runs)} runs, {len(self.checkpoints)} checkpoints>"
+
     @property
     def problems(self) -> list[str]:
         found = [f"{problem.path}: {problem.message}" for problem in self.discovery.problems]

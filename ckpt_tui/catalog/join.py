@@ -169,6 +169,9 @@ class Catalog:
     def run(self, run_id: str) -> RunSummary | None:
         return self._by_id.get(run_id)
 
+    def __repr__(self) -> str:
+        return f"<Catalog of {len(self.runs)} runs, {len(self.rows)} rows>"  # short: see Snapshot
+
 
 def ordered_run_ids(
     runs: Sequence[TrainingRun], by_run: Mapping[str, list[Checkpoint]], index: LogIndex

@@ -120,9 +120,11 @@ class FilterIndex:
         if not (last_needle and last_needle in needle):
             rows, haystacks = self.rows, self.haystacks()
         found = list(map(contains, haystacks, repeat(needle)))
-        matched = (needle, list(compress(rows, found)), list(compress(haystacks, found)))
-        self._last = matched
-        return matched[1]
+        if False not in found:  # the first letters of a filter often match every row
+            self._last = (needle, rows, haystacks)
+            return list(rows)
+        self._last = (needle, list(compress(rows, found)), list(compress(haystacks, found)))
+        return self._last[1]
 
 
 def expiring_rows(

@@ -197,6 +197,11 @@ class RunSummary:
     rows: list[CheckpointRow] = field(default_factory=list)
     metric_keys: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return (
+            f"<RunSummary {self.run_id!r}: {len(self.rows)} rows>"  # short: a run may hold 10,000
+        )
+
     @property
     def stored_rows(self) -> list[CheckpointRow]:
         return stored_only(self.rows)

@@ -37,6 +37,9 @@ class BulkAction:
     ttl_for: dict[str, int | None] = field(default_factory=dict)
     outcomes: list[Outcome] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"<BulkAction {self.kind} of {len(self.paths)} checkpoints>"
+
     def ttl_of(self, path: object) -> int | None:
         if self.kind == "expire":
             return EXPIRE_SOON_SECONDS

@@ -158,7 +158,9 @@ class BrowseScreen(Screen[None]):
             self.fetching = False
             self.update_chrome()
 
-    @work(exclusive=True, group="warm", thread=True)
+    # Each worker below is given a description: by default Textual describes a worker with
+    # repr() of its arguments, on the UI thread, and a 100,000-row snapshot takes seconds.
+    @work(exclusive=True, group="warm", thread=True, description="sort and index the rows")
     def warm_up(self, snapshot: Snapshot) -> None:
         """Build every row's search text and every sort order now, off the UI thread.
 
@@ -250,7 +252,7 @@ class BrowseScreen(Screen[None]):
             return None
         return self.ckpt_app.metrics_cache.get(str(run.log_dir.path))
 
-    @work(group="metrics", thread=True)
+    @work(group="metrics", thread=True, description="read metrics.jsonl")
     def read_metrics(self, run: RunSummary) -> None:
         """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
         assert run.log_dir is not None

@@ -160,7 +160,7 @@ class MainScreen(BrowseScreen):
         self.update_chrome()
         self.run_bulk(action)
 
-    @work(group="bulk")
+    @work(group="bulk", description="apply an action")  # no repr() of thousands of paths
     async def run_bulk(self, action: BulkAction) -> None:
         """Apply `action` while the user keeps browsing; the view follows confirmed results."""
         confirmed: set[str] = set()
