@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from textual import events
+
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
 from ckpt_tui.tui.screens.browse import BrowseScreen
@@ -87,6 +89,24 @@ async def test_filter_narrows_rows_and_escape_clears_it(demo: ServedDemo) -> Non
         await pilot.press("escape")
         await settle(pilot)
         assert checkpoints(app).row_count == everything
+
+
+async def test_keys_typed_in_one_burst_after_slash_go_into_the_filter(demo: ServedDemo) -> None:
+    """Over SSH a burst of keys arrives at once: "/r1" must filter by "r1", not refresh (r) and
+    switch to the runs view (1) because the filter box took focus one message too late."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        for key, character in (("slash", "/"), ("r", "r"), ("1", "1")):
+            app.post_message(events.Key(key, character))  # as the driver posts a burst
+        await settle(pilot)
+        state = screen_of(app).state
+        assert state.filter_text == "r1"
+        assert state.view == "all"
+        await pilot.press("slash", "w")  # inside the box, "/" is just a character
+        assert state.filter_text == "r1/w"
 
 
 async def test_filter_matches_metadata_and_runs_pane_follows(demo: ServedDemo) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from functools import partial
 
@@ -51,11 +52,19 @@ class CkptApp(App[None]):
         self.session_log = SessionLog()
         self._transport = transport
         self._client: CheckpointClient | None = None
+        self._client_lock = asyncio.Lock()
 
-    def get_client(self) -> CheckpointClient:
-        """The one client, made on first use (opening a local store can fail: ClientError)."""
-        if self._client is None:
-            self._client = CheckpointClient(self.backend, transport=self._transport)
+    async def get_client(self) -> CheckpointClient:
+        """The one client, made on first use (opening a local store can fail: ClientError).
+
+        A local store is opened in a worker thread: a 100,000-checkpoint store takes over a
+        second to open, and the screen must show "Loading…" meanwhile, not freeze.
+        """
+        async with self._client_lock:
+            if self._client is None and self._transport is not None:
+                self._client = CheckpointClient(self.backend, transport=self._transport)
+            elif self._client is None:
+                self._client = await CheckpointClient.connect(self.backend)
         return self._client
 
     def get_default_screen(self) -> Screen[None]:

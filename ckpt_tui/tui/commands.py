@@ -18,17 +18,34 @@ class Command:
     help: str
     footer: bool = True
     key_display: str | None = None
+    priority: bool = False
+    """Run by the app as the key arrives, before it goes to the focused widget."""
 
     def binding(self) -> Binding:
         return Binding(
-            self.keys, self.action, self.title, show=self.footer, key_display=self.key_display
+            self.keys,
+            self.action,
+            self.title,
+            show=self.footer,
+            key_display=self.key_display,
+            priority=self.priority,
         )
 
 
 BROWSE_COMMANDS: tuple[Command, ...] = (
     Command("quit", "q", "Quit", "Leave ckpt-tui"),
     Command("help", "question_mark", "Help", "Show every key", key_display="?"),
-    Command("filter", "slash", "Filter", "Filter rows by name, path and metadata", key_display="/"),
+    # A priority binding: otherwise the app hands the keys typed right after "/" (one burst
+    # over SSH) to the table before the filter box has taken focus, and "/r1" refreshes and
+    # switches view. BrowseScreen.check_action lets "/" through while the box has focus.
+    Command(
+        "filter",
+        "slash",
+        "Filter",
+        "Filter rows by name, path and metadata",
+        key_display="/",
+        priority=True,
+    ),
     Command("cycle_sort", "s", "Sort", "Cycle the sort: created, size, expiry, name, metric"),
     Command("reverse_sort", "S", "Reverse", "Reverse the sort order", footer=False),
     Command("cycle_view", "v", "View", "Switch view: by run, all checkpoints, expiring soon"),

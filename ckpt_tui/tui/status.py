@@ -70,7 +70,7 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     if screen.fetching:
         loaded = screen.progress
         count = f"{loaded[0]:,} of {loaded[1]:,}" if loaded else ""
-        if screen.snapshot is None:
+        if not screen.refreshing:
             extras.append(f"{count} loaded" if count else "Loading…")
         else:
             extras.append(f"Refreshing {count}" if count else "Refreshing…")

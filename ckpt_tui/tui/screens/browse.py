@@ -61,6 +61,8 @@ class BrowseScreen(Screen[None]):
         self.error: str | None = None
         self.progress: tuple[int, int] | None = None
         self.fetching = False
+        self.refreshing = False
+        """A load over a complete view: it stays shown until the new snapshot is whole."""
         self.metric_key: str | None = None
         self.graveyard = Graveyard()
         self.sorted_rows = SortedRows(self.graveyard)
@@ -112,7 +114,7 @@ class BrowseScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.checkpoints_table.focus()
+        self.set_focus(self.checkpoints_table)
         self.update_chrome()
         self.load()
         interval = self.ckpt_app.poll_interval
@@ -142,9 +144,10 @@ class BrowseScreen(Screen[None]):
         # The first load fills the screen in page by page; a refresh keeps showing the
         # current snapshot until the new one is whole, so rows, totals and the cursor never
         # fall back to a first page's worth.
-        fill_in = self.apply_snapshot if self.snapshot is None else None
+        self.refreshing = self.snapshot is not None
+        fill_in = None if self.refreshing else self.apply_snapshot
         try:
-            client = self.ckpt_app.get_client()
+            client = await self.ckpt_app.get_client()
             snapshot = await load_snapshot(
                 client, self.ckpt_app.log_settings, self.on_progress, fill_in, self.row_cache
             )
@@ -296,7 +299,7 @@ class BrowseScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def filter_submitted(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.checkpoints_table.focus()
+        self.set_focus(self.checkpoints_table)
 
     # --- actions -----------------------------------------------------------------------------
     def action_quit(self) -> None:
@@ -307,10 +310,14 @@ class BrowseScreen(Screen[None]):
 
         self.app.push_screen(HelpScreen())
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the filter box has focus, "/" is a character to type, not the filter key."""
+        return not (action == "filter" and isinstance(self.focused, Input))
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)  # now, not later: keys typed right after "/" must land in it
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -319,7 +326,7 @@ class BrowseScreen(Screen[None]):
         box.value = ""
         box.display = False
         self.state.filter_text = ""
-        self.checkpoints_table.focus()
+        self.set_focus(self.checkpoints_table)
         self.refresh_views()
 
     def action_cycle_sort(self) -> None:
@@ -341,7 +348,7 @@ class BrowseScreen(Screen[None]):
 
     def after_view_change(self) -> None:
         self.refresh_views()
-        self.checkpoints_table.focus()
+        self.set_focus(self.checkpoints_table)
 
     def action_cycle_window(self) -> None:
         self.state.cycle_window()

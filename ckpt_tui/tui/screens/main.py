@@ -179,7 +179,7 @@ class MainScreen(BrowseScreen):
             self.update_chrome()
 
         try:
-            await action.run(self.ckpt_app.get_client(), on_progress)
+            await action.run(await self.ckpt_app.get_client(), on_progress)
         finally:
             self.running = None
             self.bulk_progress = ""
