@@ -40,7 +40,7 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import Backend, CheckpointClient, Page
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.heap import keep_long_lived, manage_heap
+from ckpt_tui.heap import manage_heap
 from ckpt_tui.loader import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.logdirs import Discovery
 from ckpt_tui.store import Store
@@ -164,7 +164,7 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
     FrameClock.painted.clear()
     screen.apply_snapshot(snapshot)
     last = await FrameClock.since(source.last_page_at)
-    screen.warm_up(snapshot)  # as the app's loader does after the final snapshot
+    screen.warm_up()  # as the app's loader does after the final snapshot
     await screen.app.workers.wait_for_complete()
     return first, last
 
@@ -211,10 +211,9 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         FrameClock.painted.clear()
         start = time.perf_counter()
         snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
-        keep_long_lived()  # as the loader does with its final snapshot
         screen.apply_snapshot(snapshot)
         arrival = await FrameClock.since(start)
-        screen.warm_up(snapshot)  # as the app's loader does after the final snapshot
+        screen.warm_up()  # as the app's loader does after the final snapshot
         await app.workers.wait_for_complete()
         down = await timed_keys(pilot, ["down"] * reps)
         page = await timed_keys(pilot, ["pagedown"] * reps)

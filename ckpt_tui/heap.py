@@ -1,20 +1,23 @@
 """How the garbage collector treats 100,000-row snapshots, so it never stalls the screen.
 
 A snapshot of 100,000 checkpoints is about 300,000 objects the cyclic garbage collector
-tracks. While one is built, Python's collector runs a full pass each time the tracked heap
-grew by a quarter: measured in `benchmarks/bench_tui.py`, 12 full passes of up to 440 ms each
-over one run, some of them inside key presses. Three measures stop that:
+tracks. Python's collector runs a full pass each time the tracked heap grew by a quarter:
+measured in `benchmarks/bench_tui.py`, 12 full passes of up to 440 ms each over one run,
+some of them inside key presses. Three measures stop that:
 
-- `collector_paused()` switches automatic collection off while a snapshot is fetched and
-  joined (reference counting still frees everything that is not in a cycle);
-- `keep_long_lived()`, once a snapshot is complete, moves every object alive at that moment
-  out of the collector's sight (`gc.freeze`), so later passes only walk new objects;
+- `collector_paused()` switches automatic collection off while a snapshot is joined (a join
+  makes long-lived rows, not garbage; reference counting frees the rest meanwhile);
+- `keep_long_lived()`, once a snapshot is shown and sorted, moves every object alive at that
+  moment out of the collector's sight (`gc.freeze`), so later passes only walk new objects;
 - young collections run after 10,000 allocations instead of 700 (YOUNG_THRESHOLD).
 
+Fetching is not paused: each HTTP request leaves a little cyclic garbage, which young
+collections free cheaply (paused, then frozen, a 100,000-row refresh left 25 MB behind).
 Frozen objects are still freed when their last reference goes; only a reference cycle among
-them that becomes garbage would stay. So at most every COLLECT_EVERY seconds the freeze is
-undone and a full pass runs first, which bounds that memory. The app opts in with
-`manage_heap()`; library callers and tests keep Python's default behaviour.
+them that becomes garbage would stay, such as a worker that was running at the freeze, with
+its arguments. So workers take no big arguments, and at most every COLLECT_EVERY seconds
+the freeze is undone and a full pass runs first, which bounds that memory. The app opts in
+with `manage_heap()`; library callers and tests keep Python's default behaviour.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import unique_by
-from ckpt_tui.heap import collector_paused, keep_long_lived
+from ckpt_tui.heap import collector_paused
 from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
 
 Progress = Callable[[int, int], None]
@@ -124,30 +124,25 @@ async def load_snapshot(
     shares `cache`, so each re-join only builds rows for what is new.
     """
     cache = cache or RowCache()
-    with collector_paused():  # every page and join allocates long-lived objects: see heap
-        discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
-        try:
-            runs = await client.list_all_training_runs()
-            checkpoints: list[Checkpoint] = []
-            last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
-            async for page in client.iter_checkpoint_pages():
-                checkpoints.extend(page.items)
-                if on_progress is not None:
-                    on_progress(len(checkpoints), page.total)
-                if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
-                    discovery = (
-                        discovery_task.result() if discovery_task.done() else Discovery([], [])
-                    )
-                    on_partial(await joined(runs, checkpoints, discovery, {}, cache))
-                    last_partial = time.monotonic()
-            infos = await fetch_weights_info(client, checkpoints)
-            discovery = await discovery_task
-        except BaseException:
-            discovery_task.cancel()
-            raise
-        snapshot = await joined(runs, checkpoints, discovery, infos, cache)
-        keep_long_lived()
-    return snapshot
+    discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+    try:
+        runs = await client.list_all_training_runs()
+        checkpoints: list[Checkpoint] = []
+        last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+        async for page in client.iter_checkpoint_pages():
+            checkpoints.extend(page.items)
+            if on_progress is not None:
+                on_progress(len(checkpoints), page.total)
+            if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+                discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+                on_partial(await joined(runs, checkpoints, discovery, {}, cache))
+                last_partial = time.monotonic()
+        infos = await fetch_weights_info(client, checkpoints)
+        discovery = await discovery_task
+    except BaseException:
+        discovery_task.cancel()
+        raise
+    return await joined(runs, checkpoints, discovery, infos, cache)
 
 
 async def joined(

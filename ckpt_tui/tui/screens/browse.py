@@ -18,7 +18,7 @@ from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
 from ckpt_tui.heap import Graveyard, keep_long_lived
 from ckpt_tui.loader import Snapshot, load_snapshot
-from ckpt_tui.logdirs import Metrics
+from ckpt_tui.logdirs import LogDir, Metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
 from ckpt_tui.tui.loading import refresh_log_dirs
@@ -156,24 +156,29 @@ class BrowseScreen(Screen[None]):
         else:
             self.error = None
             self.apply_snapshot(snapshot)
-            self.warm_up(snapshot)
+            self.warm_up()
         finally:
             self.fetching = False
             self.update_chrome()
 
-    # Each worker below is given a description: by default Textual describes a worker with
-    # repr() of its arguments, on the UI thread, and a 100,000-row snapshot takes seconds.
+    # Workers take no big arguments and have a description: by default Textual describes a
+    # worker with repr() of its arguments, on the UI thread (seconds for 100,000 rows), and a
+    # worker frozen by keep_long_lived() while it runs is never collected, nor its arguments.
     @work(exclusive=True, group="warm", thread=True, description="sort and index the rows")
-    def warm_up(self, snapshot: Snapshot) -> None:
-        """Build every row's search text and every sort order now, off the UI thread.
+    def warm_up(self) -> None:
+        """Build the current snapshot's search texts and sort orders now, off the UI thread.
 
         Otherwise the first character typed into the filter builds 100,000 search texts
         (~150 ms), and each new sort key sorts 100,000 rows inside a key press.
         """
         self.graveyard.bury()  # replaced snapshots: freed here, not during a frame
-        self.sorted_rows.index_of_all(snapshot.catalog).haystacks()
-        self.sorted_rows.warm(snapshot.catalog, self.state)
+        self.warm(self.catalog)
         keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
+
+    def warm(self, catalog: Catalog | None) -> None:
+        if catalog is not None:
+            self.sorted_rows.index_of_all(catalog).haystacks()
+            self.sorted_rows.warm(catalog, self.state)
 
     def on_progress(self, loaded: int, total: int) -> None:
         self.progress = (loaded, total)
@@ -248,7 +253,7 @@ class BrowseScreen(Screen[None]):
         pane = self.query_one(DetailsPane)
         pane.show(row, run, self.ckpt_app.clock.now(), metrics)
         if run is not None and run.log_dir is not None and metrics is None:
-            self.read_metrics(run)
+            self.read_metrics(run.log_dir)
 
     def cached_metrics(self, run: RunSummary | None) -> Metrics | None:
         if run is None or run.log_dir is None:
@@ -256,11 +261,9 @@ class BrowseScreen(Screen[None]):
         return self.ckpt_app.metrics_cache.get(str(run.log_dir.path))
 
     @work(group="metrics", thread=True, description="read metrics.jsonl")
-    def read_metrics(self, run: RunSummary) -> None:
+    def read_metrics(self, log_dir: LogDir) -> None:
         """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
-        assert run.log_dir is not None
-        metrics = run.log_dir.metrics
-        self.ckpt_app.metrics_cache[str(run.log_dir.path)] = metrics
+        self.ckpt_app.metrics_cache[str(log_dir.path)] = log_dir.metrics
         self.app.call_from_thread(self.update_details)
 
     # --- events ------------------------------------------------------------------------------

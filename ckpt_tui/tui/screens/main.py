@@ -201,7 +201,7 @@ class MainScreen(BrowseScreen):
                 self.graveyard.retire(snapshot)
                 self.snapshot = new
                 self.refresh_views()
-                self.warm_up(new)
+                self.warm_up()
                 return
 
     def patched(
