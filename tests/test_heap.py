@@ -85,7 +85,9 @@ def test_frozen_garbage_is_freed_once_a_full_collection_is_due(
     gc.collect()
     assert alive() is not None  # frozen: ordinary collections never look at it
     monkeypatch.setattr(heap, "COLLECT_EVERY", 0.0)
-    heap.keep_long_lived()
+    heap.keep_long_lived(idle=False)  # the user is typing: the full pass waits
+    assert alive() is not None
+    heap.keep_long_lived(idle=True)
     assert alive() is None
 
 

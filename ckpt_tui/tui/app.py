@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from functools import partial
 
 import httpx
+from textual import events
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
@@ -53,6 +55,7 @@ class CkptApp(App[None]):
         self._transport = transport
         self._client: CheckpointClient | None = None
         self._client_lock = asyncio.Lock()
+        self.last_input = time.monotonic()
 
     async def get_client(self) -> CheckpointClient:
         """The one client, made on first use (opening a local store can fail: ClientError).
@@ -71,6 +74,16 @@ class CkptApp(App[None]):
         from ckpt_tui.tui.screens.main import MainScreen
 
         return MainScreen()
+
+    async def on_event(self, event: events.Event) -> None:
+        """Note when the user last typed or clicked (handling stays with the bindings)."""
+        if isinstance(event, events.InputEvent) and not isinstance(event, events.MouseMove):
+            self.last_input = time.monotonic()
+        await super().on_event(event)
+
+    def idle_for(self, seconds: float) -> bool:
+        """True if the user has not typed or clicked for `seconds`."""
+        return time.monotonic() - self.last_input >= seconds
 
     async def on_unmount(self) -> None:
         if self._client is not None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ckpt_tui.tui.app import CkptApp
 
 SHORT = 30
+IDLE_SECONDS = 5.0
 
 
 def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
@@ -173,7 +174,9 @@ class BrowseScreen(Screen[None]):
         """
         self.graveyard.bury()  # replaced snapshots: freed here, not during a frame
         self.warm(self.catalog)
-        keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
+        # These orders are 100,000-item lists: see ckpt_tui.heap. Its occasional full pass
+        # stops the screen for a moment, so it waits until nobody is typing.
+        keep_long_lived(idle=self.ckpt_app.idle_for(IDLE_SECONDS))
 
     def warm(self, catalog: Catalog | None) -> None:
         if catalog is not None:
