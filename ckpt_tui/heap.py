@@ -16,8 +16,8 @@ collections free cheaply (paused, then frozen, a 100,000-row refresh left 25 MB 
 Frozen objects are still freed when their last reference goes; only a reference cycle among
 them that becomes garbage would stay, such as a worker that was running at the freeze, with
 its arguments. So workers take no big arguments, and at most every COLLECT_EVERY seconds,
-when the user is idle, the freeze is undone and a full pass runs first, which bounds that
-memory. The app opts in
+when the user is idle, `collect_if_due()` undoes the freeze and runs a full pass, which
+bounds that memory. The app opts in
 with `manage_heap()`; library callers and tests keep Python's default behaviour.
 """
 
@@ -87,19 +87,26 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def keep_long_lived(idle: bool = True) -> None:
-    """Treat everything alive now as long-lived: later collections will not walk it.
+def keep_long_lived() -> None:
+    """Treat everything alive now as long-lived: later collections will not walk it."""
+    if _policy.managed:
+        gc.freeze()
 
-    A due full collection (0.65 s at 100,000 rows) runs only when `idle` (no recent key
-    press or click); otherwise it waits for a later call.
+
+def collect_if_due(idle: bool) -> bool:
+    """Every COLLECT_EVERY seconds at most, and only when `idle` (no recent key press or
+    click): undo the freeze, run a full collection (0.65 s at 100,000 rows), freeze again.
+
+    True if it ran. The app calls it from a timer.
     """
-    if not _policy.managed:
-        return
-    if idle and time.monotonic() - _policy.last_full >= COLLECT_EVERY:
-        gc.unfreeze()
-        gc.collect()
-        _policy.last_full = time.monotonic()
+    now = time.monotonic()
+    if not (_policy.managed and idle and now - _policy.last_full >= COLLECT_EVERY):
+        return False
+    gc.unfreeze()
+    gc.collect()
     gc.freeze()
+    _policy.last_full = now
+    return True
 
 
 class Graveyard:

@@ -33,6 +33,7 @@ def test_unmanaged_the_collector_is_left_alone() -> None:
     frozen = gc.get_freeze_count()
     heap.keep_long_lived()
     assert gc.get_freeze_count() == frozen
+    assert not heap.collect_if_due(idle=True)
 
 
 def test_managed_young_collections_are_rarer(managed: None) -> None:
@@ -84,11 +85,13 @@ def test_frozen_garbage_is_freed_once_a_full_collection_is_due(
     del node
     gc.collect()
     assert alive() is not None  # frozen: ordinary collections never look at it
+    assert not heap.collect_if_due(idle=True)  # not due yet
     monkeypatch.setattr(heap, "COLLECT_EVERY", 0.0)
-    heap.keep_long_lived(idle=False)  # the user is typing: the full pass waits
+    assert not heap.collect_if_due(idle=False)  # the user is typing: the full pass waits
     assert alive() is not None
-    heap.keep_long_lived(idle=True)
+    assert heap.collect_if_due(idle=True)
     assert alive() is None
+    assert gc.get_freeze_count() > 0  # frozen again
 
 
 def test_the_graveyard_keeps_retired_items_until_they_are_buried() -> None:

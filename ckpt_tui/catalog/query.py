@@ -124,7 +124,7 @@ class FilterIndex:
             self._last = (needle, rows, haystacks)
             return list(rows)
         self._last = (needle, list(compress(rows, found)), list(compress(haystacks, found)))
-        return self._last[1]
+        return list(self._last[1])  # a copy: the next, narrower filter searches this one
 
 
 def expiring_rows(

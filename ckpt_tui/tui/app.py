@@ -14,6 +14,7 @@ from textual.screen import Screen
 
 from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
+from ckpt_tui.heap import collect_if_due
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
@@ -21,6 +22,9 @@ from ckpt_tui.tui.session_log import SessionLog
 
 DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
+HEAP_CHECK_SECONDS = 30.0
+IDLE_SECONDS = 5.0
+"""No key press or click for this long: a moment's pause will not be felt."""
 
 
 class CkptApp(App[None]):
@@ -74,6 +78,13 @@ class CkptApp(App[None]):
         from ckpt_tui.tui.screens.main import MainScreen
 
         return MainScreen()
+
+    def on_mount(self) -> None:
+        self.set_interval(HEAP_CHECK_SECONDS, self.collect_when_idle)
+
+    def collect_when_idle(self) -> None:
+        """The occasional full garbage collection, while nobody is typing (ckpt_tui.heap)."""
+        collect_if_due(idle=self.idle_for(IDLE_SECONDS))
 
     async def on_event(self, event: events.Event) -> None:
         """Note when the user last typed or clicked (handling stays with the bindings)."""

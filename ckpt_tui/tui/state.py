@@ -104,10 +104,12 @@ class SortedRows:
         return rows if state.view == "expiring" else sort_rows(rows, current_sort(catalog, state))
 
     def orders(self, catalog: Catalog) -> dict[tuple[object, ...], FilterIndex]:
-        if catalog is not self._current[0]:
-            self.graveyard.retire(self._current)  # ten 100,000-item lists: freed off-frame
-            self._current = (catalog, {})
-        return self._current[1]
+        """The orders kept for `catalog`, starting afresh when it is new (UI thread only)."""
+        current = self._current
+        if current[0] is not catalog:
+            self.graveyard.retire(current)  # ten 100,000-item lists: freed off-frame
+            current = self._current = (catalog, {})
+        return current[1]
 
     def index(self, catalog: Catalog, state: BrowseState) -> FilterIndex:
         """The current view's rows in order, ready to filter."""
@@ -129,8 +131,16 @@ class SortedRows:
     def warm(self, catalog: Catalog, state: BrowseState) -> None:
         """Sort the all-checkpoints view by every key, both ways, ahead of the key presses.
 
-        Meant for a worker thread: each order is stored only if `catalog` is still current.
+        Meant for a worker thread: it only adds to `catalog`'s orders while that catalog is
+        still the current one, and never replaces the current one.
         """
+        current, orders = self._current
+        if current is not catalog:
+            return
+        found = orders.get(ALL_ROWS)
+        if found is None:
+            found = orders.setdefault(ALL_ROWS, FilterIndex(catalog.rows))
+        found.haystacks()
         for key in SORT_KEYS:
             for reverse in (False, True):
                 probe = replace(state, view="all", sort=Sort(key, reverse, state.sort.metric))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from operator import attrgetter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -18,7 +19,7 @@ from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
 from ckpt_tui.heap import Graveyard, keep_long_lived
 from ckpt_tui.loader import Snapshot, load_snapshot
-from ckpt_tui.logdirs import LogDir, Metrics
+from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
 from ckpt_tui.tui.loading import refresh_log_dirs
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from ckpt_tui.tui.app import CkptApp
 
 SHORT = 30
-IDLE_SECONDS = 5.0
 
 
 def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
@@ -174,13 +174,17 @@ class BrowseScreen(Screen[None]):
         """
         self.graveyard.bury()  # replaced snapshots: freed here, not during a frame
         self.warm(self.catalog)
-        # These orders are 100,000-item lists: see ckpt_tui.heap. Its occasional full pass
-        # stops the screen for a moment, so it waits until nobody is typing.
-        keep_long_lived(idle=self.ckpt_app.idle_for(IDLE_SECONDS))
+        keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
+
+    @work(group="release", thread=True, description="free replaced snapshots")
+    def release_replaced(self) -> None:
+        """Free what the last view replaced now, in a thread: while pages arrive, one partial
+        view replaces another four times a second, and a 100,000-row load would otherwise
+        hold them all until it ends."""
+        self.graveyard.bury()
 
     def warm(self, catalog: Catalog | None) -> None:
         if catalog is not None:
-            self.sorted_rows.index_of_all(catalog).haystacks()
             self.sorted_rows.warm(catalog, self.state)
 
     def on_progress(self, loaded: int, total: int) -> None:
@@ -204,6 +208,7 @@ class BrowseScreen(Screen[None]):
         self.checkpoints_table.empty_message = "No checkpoints here."
         self.runs_table.empty_message = "No runs."
         self.refresh_views()
+        self.release_replaced()
 
     def poll_server(self) -> None:
         if not self.fetching:
@@ -256,7 +261,7 @@ class BrowseScreen(Screen[None]):
         pane = self.query_one(DetailsPane)
         pane.show(row, run, self.ckpt_app.clock.now(), metrics)
         if run is not None and run.log_dir is not None and metrics is None:
-            self.read_metrics(run.log_dir)
+            self.read_metrics(run.log_dir.path)
 
     def cached_metrics(self, run: RunSummary | None) -> Metrics | None:
         if run is None or run.log_dir is None:
@@ -264,9 +269,9 @@ class BrowseScreen(Screen[None]):
         return self.ckpt_app.metrics_cache.get(str(run.log_dir.path))
 
     @work(group="metrics", thread=True, description="read metrics.jsonl")
-    def read_metrics(self, log_dir: LogDir) -> None:
+    def read_metrics(self, folder: Path) -> None:
         """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
-        self.ckpt_app.metrics_cache[str(log_dir.path)] = log_dir.metrics
+        self.ckpt_app.metrics_cache[str(folder)] = read_metrics(folder / METRICS_FILE_NAME)
         self.app.call_from_thread(self.update_details)
 
     # --- events ------------------------------------------------------------------------------

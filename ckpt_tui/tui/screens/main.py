@@ -158,11 +158,15 @@ class MainScreen(BrowseScreen):
         self.running = action
         self.bulk_progress = action.progress_text(0)
         self.update_chrome()
-        self.run_bulk(action)
+        self.run_bulk()
 
-    @work(group="bulk", description="apply an action")  # no repr() of thousands of paths
-    async def run_bulk(self, action: BulkAction) -> None:
-        """Apply `action` while the user keeps browsing; the view follows confirmed results."""
+    # No arguments, as for every worker here (see BrowseScreen.warm_up): it reads self.running.
+    @work(group="bulk", description="apply an action")
+    async def run_bulk(self) -> None:
+        """Apply the running action while the user keeps browsing; the view follows results."""
+        action = self.running
+        if action is None:
+            return
         confirmed: set[str] = set()
         last_patch = time.monotonic()
         patching: asyncio.Future[None] | None = None
