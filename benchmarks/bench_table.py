@@ -25,8 +25,8 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import DataTable
 
+from ckpt_tui.substring_index import SubstringIndex
 from ckpt_tui.tui.widgets import Cell, Column, FastTable
-from ckpt_tui.tui.widgets.row_filter import SubstringIndex
 
 SIZES = (1_000, 10_000, 100_000)
 SCREEN = (120, 40)

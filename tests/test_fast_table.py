@@ -9,7 +9,8 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from ckpt_tui.tui.widgets import NO_ROW, Cell, Column, FastTable, SubstringIndex
+from ckpt_tui.substring_index import SubstringIndex
+from ckpt_tui.tui.widgets import NO_ROW, Cell, Column, FastTable
 from ckpt_tui.tui.widgets.table_layout import column_at, find_key, fit_text, layout_widths
 
 SIZE = (80, 24)

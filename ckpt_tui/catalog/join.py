@@ -77,6 +77,8 @@ def numbers_of(values: Mapping[str, object]) -> dict[str, float]:
             continue
         kind = type(value)
         if kind is str:  # server metadata: always strings
+            if not could_be_number(value):  # type: ignore[arg-type]
+                continue  # "hf-trainer", "true": skip the exception, ~1 µs each
             try:
                 found[key] = float(value)  # type: ignore[arg-type]
             except ValueError:
@@ -86,6 +88,13 @@ def numbers_of(values: Mapping[str, object]) -> dict[str, float]:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             found[key] = float(value)
     return found
+
+
+def could_be_number(text: str) -> bool:
+    """False when float() would surely refuse `text`: it starts with a letter other than the
+    first of "nan", "inf" or "infinity"."""
+    first = text[:1]
+    return not first.isalpha() or first in "nNiI"
 
 
 def make_row(

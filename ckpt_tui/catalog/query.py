@@ -6,10 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import compress, repeat
-from operator import attrgetter, contains, is_not, methodcaller, not_
+from operator import attrgetter, is_not, methodcaller, not_
 from typing import Literal
 
 from ckpt_tui.catalog.rows import CheckpointRow
+from ckpt_tui.substring_index import SubstringIndex
 
 SortKey = Literal["created", "size", "expiry", "name", "metric"]
 SORT_KEYS: tuple[SortKey, ...] = ("created", "size", "expiry", "name", "metric")
@@ -89,42 +90,12 @@ def sort_rows(rows: Sequence[CheckpointRow], sort: Sort) -> list[CheckpointRow]:
 
 def filter_rows(rows: Sequence[CheckpointRow], text: str) -> list[CheckpointRow]:
     """Rows whose name, path, run name or metadata contain `text` (case-insensitive)."""
-    return FilterIndex(rows).matching(text)
+    return search_index(rows).filter(text)
 
 
-class FilterIndex:
-    """One list of rows, filtered by substring on every key press of a growing filter.
-
-    The search texts are gathered once into a list, so a filter is one C-level pass over
-    plain strings (no Python call per row); and a filter that extends the previous one
-    ("ru" then "run") searches only the previous matches.
-    """
-
-    def __init__(self, rows: Sequence[CheckpointRow]) -> None:
-        self.rows = list(rows)
-        self._haystacks: list[str] | None = None
-        self._last: tuple[str, list[CheckpointRow], list[str]] = ("", self.rows, [])
-
-    def haystacks(self) -> list[str]:
-        """Every row's search text (safe to build ahead of time in another thread)."""
-        if self._haystacks is None:
-            self._haystacks = list(map(attrgetter("haystack"), self.rows))
-        return self._haystacks
-
-    def matching(self, text: str) -> list[CheckpointRow]:
-        """The rows whose search text contains `text` (case-insensitive), in their order."""
-        needle = text.strip().lower()
-        if not needle:
-            return list(self.rows)
-        last_needle, rows, haystacks = self._last
-        if not (last_needle and last_needle in needle):
-            rows, haystacks = self.rows, self.haystacks()
-        found = list(map(contains, haystacks, repeat(needle)))
-        if False not in found:  # the first letters of a filter often match every row
-            self._last = (needle, rows, haystacks)
-            return list(rows)
-        self._last = (needle, list(compress(rows, found)), list(compress(haystacks, found)))
-        return list(self._last[1])  # a copy: the next, narrower filter searches this one
+def search_index(rows: Sequence[CheckpointRow]) -> SubstringIndex[CheckpointRow]:
+    """An index for filtering `rows` by their search text, key press after key press."""
+    return SubstringIndex(rows, attrgetter("haystack"))
 
 
 def expiring_rows(

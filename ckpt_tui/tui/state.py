@@ -15,14 +15,15 @@ from ckpt_tui.catalog.query import (
     EXPIRING_WINDOWS,
     SORT_KEYS,
     VIEWS,
-    FilterIndex,
     Sort,
     ViewName,
     describe_window,
     expiring_rows,
+    search_index,
     sort_rows,
 )
 from ckpt_tui.heap import Graveyard
+from ckpt_tui.substring_index import SubstringIndex
 
 
 @dataclass
@@ -67,17 +68,21 @@ def visible_runs(
     if not state.filter_text:
         return list(catalog.runs)
     needle = state.filter_text.strip().lower()
-    rows = (cache or SortedRows()).index_of_all(catalog).matching(needle)
+    rows = (cache or SortedRows()).index_of_all(catalog).filter(needle)
     matching = set(map(attrgetter("run_id"), rows))
     return [
         run for run in catalog.runs if run.run_id in matching or needle in run.display_name.lower()
     ]
 
 
+Orders = dict[tuple[object, ...], SubstringIndex[CheckpointRow]]
+"""Each view's rows in order, by (view, run, sort), ready to filter."""
+
+
 class SortedRows:
     """Each view's rows in sort order, kept per view and sort until the catalog changes.
 
-    A filter keeps order, so typing a filter re-filters this list (through its FilterIndex)
+    A filter keeps order, so typing a filter re-filters this list (through its SubstringIndex)
     instead of sorting 100,000 rows again on every key.
     """
 
@@ -86,7 +91,7 @@ class SortedRows:
         # warming thread can never file an old catalog's order under a new one. Cycling the
         # sort key or flipping it back then costs nothing (a 100,000-row sort is 10-40 ms of a
         # 50 ms key press).
-        self._current: tuple[Catalog | None, dict[tuple[object, ...], FilterIndex]] = (None, {})
+        self._current: tuple[Catalog | None, Orders] = (None, {})
         self.graveyard = graveyard or Graveyard()
 
     @staticmethod
@@ -103,7 +108,7 @@ class SortedRows:
             rows = catalog.rows
         return rows if state.view == "expiring" else sort_rows(rows, current_sort(catalog, state))
 
-    def orders(self, catalog: Catalog) -> dict[tuple[object, ...], FilterIndex]:
+    def orders(self, catalog: Catalog) -> Orders:
         """The orders kept for `catalog`, starting afresh when it is new (UI thread only)."""
         current = self._current
         if current[0] is not catalog:
@@ -111,21 +116,21 @@ class SortedRows:
             current = self._current = (catalog, {})
         return current[1]
 
-    def index(self, catalog: Catalog, state: BrowseState) -> FilterIndex:
+    def index(self, catalog: Catalog, state: BrowseState) -> SubstringIndex[CheckpointRow]:
         """The current view's rows in order, ready to filter."""
         orders = self.orders(catalog)
         key = self.key_of(catalog, state)
         found = orders.get(key)
         if found is None:
-            found = orders[key] = FilterIndex(self.compute(catalog, state))
+            found = orders[key] = search_index(self.compute(catalog, state))
         return found
 
-    def index_of_all(self, catalog: Catalog) -> FilterIndex:
+    def index_of_all(self, catalog: Catalog) -> SubstringIndex[CheckpointRow]:
         """Every row in catalog order (for which runs a filter keeps)."""
         orders = self.orders(catalog)
         found = orders.get(ALL_ROWS)
         if found is None:
-            found = orders[ALL_ROWS] = FilterIndex(catalog.rows)
+            found = orders[ALL_ROWS] = search_index(catalog.rows)
         return found
 
     def warm(self, catalog: Catalog, state: BrowseState) -> None:
@@ -139,7 +144,7 @@ class SortedRows:
             return
         found = orders.get(ALL_ROWS)
         if found is None:
-            found = orders.setdefault(ALL_ROWS, FilterIndex(catalog.rows))
+            found = orders.setdefault(ALL_ROWS, search_index(catalog.rows))
         found.haystacks()
         for key in SORT_KEYS:
             for reverse in (False, True):
@@ -149,7 +154,7 @@ class SortedRows:
                 if current is not catalog:
                     return
                 if cache_key not in orders:
-                    orders.setdefault(cache_key, FilterIndex(self.compute(catalog, probe)))
+                    orders.setdefault(cache_key, search_index(self.compute(catalog, probe)))
                 orders[cache_key].haystacks()
 
 
@@ -160,7 +165,7 @@ def visible_rows(
     catalog: Catalog, state: BrowseState, now: datetime, cache: SortedRows | None = None
 ) -> list[CheckpointRow]:
     """The checkpoint table's rows for the current view, filtered and ordered."""
-    rows = (cache or SortedRows()).index(catalog, state).matching(state.filter_text)
+    rows = (cache or SortedRows()).index(catalog, state).filter(state.filter_text)
     if state.view == "expiring":
         return expiring_rows(rows, now, state.window)
     return rows

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ckpt_tui.tui.widgets.fast_table import NO_ROW, FastTable
-from ckpt_tui.tui.widgets.row_filter import SubstringIndex
 from ckpt_tui.tui.widgets.table_layout import CELL_STYLES, Cell, Column
 
-__all__ = ["CELL_STYLES", "NO_ROW", "Cell", "Column", "FastTable", "SubstringIndex"]
+__all__ = ["CELL_STYLES", "NO_ROW", "Cell", "Column", "FastTable"]
