@@ -17,12 +17,15 @@ checkpoints (100 per run, every 7th with no server size, so estimates are in pla
 - filter: one typed character of a growing filter -> frame
 - sort: `s` (next sort key over every row) -> frame
 Targets on this machine: first frame < 1000 ms at 100k; a keystroke < 50 ms.
+`--gc` also prints every garbage collection; `--python-gc` runs without the app's collector
+policy (ckpt_tui.heap), for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -238,9 +241,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--gc", action="store_true", help="also report garbage collections")
+    parser.add_argument(
+        "--python-gc", action="store_true", help="keep Python's collector defaults (no policy)"
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
-    manage_heap()  # as the `ckpt-tui` command does
+    if not args.python_gc:
+        manage_heap()  # as the `ckpt-tui` command does
+    collections = CollectionLog() if args.gc else None
     with tempfile.TemporaryDirectory() as folder:
         Store.open(Path(folder) / "store").close()
         results = {n: asyncio.run(measure(n, args.reps, Path(folder) / "store")) for n in sizes}
@@ -248,6 +257,31 @@ def main() -> None:
     print(f"{'rows':>8}  " + "  ".join(f"{name:>10}" for name in names) + "   (ms, medians)")
     for count, figures in results.items():
         print(f"{count:>8,}  " + "  ".join(f"{figures[name]:>10.1f}" for name in names))
+    if collections is not None:
+        collections.report()
+
+
+class CollectionLog:
+    """Every garbage collection while the benchmark runs: how many, how long, the longest."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []
+        self._started = 0.0
+        gc.callbacks.append(self.on_collection)
+
+    def on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((info["generation"], (time.perf_counter() - self._started) * 1000))
+
+    def report(self) -> None:
+        for generation in range(3):
+            times = [ms for gen, ms in self.pauses if gen == generation]
+            print(
+                f"generation {generation} collections: {len(times)}, {sum(times):.0f} ms in all,"
+                f" longest {max(times, default=0):.1f} ms"
+            )
 
 
 if __name__ == "__main__":
