@@ -47,8 +47,10 @@ async def measure(store: Path, refreshes: int) -> None:
             await app.workers.wait_for_complete()
             what = "first load" if step == 0 else f"refresh {step:>2}"
             seconds = time.perf_counter() - start
-            print(f"{what}: {resident_mib():7.1f} MiB resident ({seconds:.1f} s)", flush=True)
-        print(f"frozen objects: {gc.get_freeze_count():,}")
+            frozen = gc.get_freeze_count() + len(gc.get_objects())
+            print(
+                f"{what}: {resident_mib():7.1f} MiB resident, {frozen:,} objects tracked ({seconds:.1f} s)"
+            )
 
 
 def main() -> None:

@@ -7,8 +7,9 @@ some of them inside key presses. Three measures stop that:
 
 - `collector_paused()` switches automatic collection off while a snapshot is joined (a join
   makes long-lived rows, not garbage; reference counting frees the rest meanwhile);
-- `keep_long_lived()`, once a snapshot is shown and sorted, moves every object alive at that
-  moment out of the collector's sight (`gc.freeze`), so later passes only walk new objects;
+- `keep_long_lived()`, once a snapshot is joined and again once it is sorted, moves every
+  object alive at that moment out of the collector's sight (`gc.freeze`), so later passes
+  only walk new objects;
 - young collections run after 10,000 allocations instead of 700 (YOUNG_THRESHOLD).
 
 Fetching is not paused: each HTTP request leaves a little cyclic garbage, which young
@@ -91,6 +92,12 @@ def keep_long_lived() -> None:
     """Treat everything alive now as long-lived: later collections will not walk it."""
     if _policy.managed:
         gc.freeze()
+
+
+def collect_young() -> None:
+    """Collect the young generations now (a few milliseconds), e.g. before a freeze."""
+    if _policy.managed:
+        gc.collect(1)
 
 
 def collect_if_due(idle: bool) -> bool:
