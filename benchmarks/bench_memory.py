@@ -5,7 +5,8 @@ Run: python benchmarks/bench_memory.py --store STORE [--refreshes 12]
 The real app runs headless at 120x36 on a local store (make a 100,000-checkpoint one with
 `python benchmarks/bench_server.py --dir DIR`, then use DIR), with the garbage-collector
 policy the command turns on (ckpt_tui.heap). After the first load and after each refresh
-(`r`) it prints the process's resident memory. Flat figures mean nothing leaks per refresh.
+(`r`) it prints the process's resident memory and how many objects the garbage collector
+tracks (frozen or not). Flat figures mean nothing leaks per refresh.
 """
 
 from __future__ import annotations
@@ -47,10 +48,9 @@ async def measure(store: Path, refreshes: int) -> None:
             await app.workers.wait_for_complete()
             what = "first load" if step == 0 else f"refresh {step:>2}"
             seconds = time.perf_counter() - start
-            frozen = gc.get_freeze_count() + len(gc.get_objects())
-            print(
-                f"{what}: {resident_mib():7.1f} MiB resident, {frozen:,} objects tracked ({seconds:.1f} s)"
-            )
+            tracked = gc.get_freeze_count() + len(gc.get_objects())
+            memory = f"{resident_mib():7.1f} MiB resident, {tracked:,} objects tracked"
+            print(f"{what}: {memory} ({seconds:.1f} s)", flush=True)
 
 
 def main() -> None:
