@@ -8,6 +8,7 @@ from datetime import timedelta
 from textual import events
 
 from ckpt_tui.catalog import CheckpointRow, RowState
+from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.help import help_text
@@ -99,14 +100,38 @@ async def test_keys_typed_in_one_burst_after_slash_go_into_the_filter(demo: Serv
         await settle(pilot)
         await pilot.press("2")
         await settle(pilot)
-        for key, character in (("slash", "/"), ("r", "r"), ("1", "1")):
-            app.post_message(events.Key(key, character))  # as the driver posts a burst
+        burst(app, "slash", "r", "1")
         await settle(pilot)
         state = screen_of(app).state
         assert state.filter_text == "r1"
         assert state.view == "all"
         await pilot.press("slash", "w")  # inside the box, "/" is just a character
         assert state.filter_text == "r1/w"
+
+
+def burst(app: CkptApp, *keys: str) -> None:
+    """Post keys at once, as the terminal driver does with one read of several keys."""
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        await pilot.press("g")  # the top row; every row's path contains "tinker"
+        burst(app, "slash", *"tinker", "enter", "j")
+        await settle(pilot)
+        state = screen_of(app).state
+        assert state.filter_text == "tinker"  # kept, and the "j" went to the table
+        assert app.focused is checkpoints(app)
+        assert checkpoints(app).cursor_row == 1
+        burst(app, "slash", "x", "escape", "j")
+        await settle(pilot)
+        assert state.filter_text == ""  # cleared, and the "j" did not land in the hidden box
+        assert app.focused is checkpoints(app)
 
 
 async def test_filter_matches_metadata_and_runs_pane_follows(demo: ServedDemo) -> None:

@@ -34,6 +34,7 @@ from ckpt_tui.tui.state import (
 from ckpt_tui.tui.status import header_text, status_text
 from ckpt_tui.tui.widgets import Cell, Column, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
+from ckpt_tui.tui.widgets.filter_box import FilterBox
 
 if TYPE_CHECKING:
     from ckpt_tui.tui.app import CkptApp
@@ -99,8 +100,10 @@ class BrowseScreen(Screen[None]):
                     id="checkpoints",
                 )
                 yield DetailsPane(id="details")
-        yield Input(
-            id="filter", placeholder="filter by name, path or metadata; enter keeps it, esc clears"
+        yield FilterBox(
+            self.leave_filter,
+            id="filter",
+            placeholder="filter by name, path or metadata; enter keeps it, esc clears",
         )
         yield Static(id="status-line")
         yield Footer()
@@ -292,7 +295,9 @@ class BrowseScreen(Screen[None]):
 
     @on(Input.Changed, "#filter")
     def filter_changed(self, event: Input.Changed) -> None:
-        self.state.filter_text = event.value
+        # The box's value now, not the event's: after escape in a burst ("/x<esc>"), the
+        # change to "x" is still queued behind the clearing and must not bring "x" back.
+        self.state.filter_text = event.input.value
         self.refresh_views()
         # The Input has already asked the screen for a frame (its echo), and the screen's
         # 60 fps timer paints it before the tables' own repaint requests arrive; theirs then
@@ -307,10 +312,13 @@ class BrowseScreen(Screen[None]):
         widgets += [self.runs_table, self.query_one("#status-line", Static)]
         return [widget for widget in widgets if widget.display]
 
-    @on(Input.Submitted, "#filter")
-    def filter_submitted(self) -> None:
-        self.query_one("#filter", Input).display = False
-        self.set_focus(self.checkpoints_table)
+    def leave_filter(self, keep: bool) -> None:
+        """Enter (keep the filter) or escape (clear it) in the filter box: back to the table."""
+        if keep:
+            self.query_one("#filter", Input).display = False
+            self.set_focus(self.checkpoints_table)
+        else:
+            self.action_clear_filter()
 
     # --- actions -----------------------------------------------------------------------------
     def action_quit(self) -> None:
