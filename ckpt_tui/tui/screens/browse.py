@@ -211,7 +211,7 @@ class BrowseScreen(Screen[None]):
         self.checkpoints_table.empty_message = "No checkpoints here."
         self.runs_table.empty_message = "No runs."
         self.refresh_views()
-        self.release_replaced()
+        self.call_after_refresh(self.release_replaced)  # after this frame, not during it
 
     def poll_server(self) -> None:
         if not self.fetching:
