@@ -21,6 +21,7 @@ from tests.tui_support import (
     screen_of,
     screen_text,
     settle,
+    show_all_checkpoints,
     shown,
     sort_key,
 )
@@ -62,9 +63,7 @@ async def test_j_and_k_move_the_checkpoint_cursor(demo: ServedDemo) -> None:
 async def test_missing_and_untracked_rows_are_shown_and_missing_dimmed(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+        await show_all_checkpoints(pilot)
         states = {row.state for row in shown(app)}
         assert states == {RowState.TRACKED, RowState.UNTRACKED, RowState.MISSING}
         missing = [row for row in shown(app) if row.is_missing]
@@ -76,9 +75,7 @@ async def test_missing_and_untracked_rows_are_shown_and_missing_dimmed(demo: Ser
 async def test_filter_narrows_rows_and_escape_clears_it(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+        await show_all_checkpoints(pilot)
         everything = checkpoints(app).row_count
         await pilot.press("slash", *"rolling")
         await settle(pilot)
@@ -97,9 +94,7 @@ async def test_keys_typed_in_one_burst_after_slash_go_into_the_filter(demo: Serv
     switch to the runs view (1) because the filter box took focus one message too late."""
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+        await show_all_checkpoints(pilot)
         burst(app, "slash", "r", "1")
         await settle(pilot)
         state = screen_of(app).state
@@ -118,9 +113,7 @@ def burst(app: CkptApp, *keys: str) -> None:
 async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+        await show_all_checkpoints(pilot)
         await pilot.press("g")  # the top row; every row's path contains "tinker"
         burst(app, "slash", *"tinker", "enter", "j")
         await settle(pilot)
@@ -151,9 +144,7 @@ def sizes_of(rows: list[CheckpointRow]) -> list[int]:
 async def test_each_sort_and_reverse(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+        await show_all_checkpoints(pilot)
         created = [row.created for row in shown(app) if row.created is not None]
         assert sort_key(app) == "created" and created == sorted(created)
         await pilot.press("s")

@@ -69,6 +69,13 @@ async def settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+async def show_all_checkpoints(pilot: Pilot[None]) -> None:
+    """Wait for the first load, then switch to the all-checkpoints view (key 2)."""
+    await settle(pilot)
+    await pilot.press("2")
+    await settle(pilot)
+
+
 def screen_of(app: CkptApp) -> MainScreen:
     screen = app.screen
     assert isinstance(screen, MainScreen)
