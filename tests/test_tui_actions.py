@@ -37,6 +37,16 @@ async def highlight(pilot: Pilot[None], app: CkptApp, wanted: CheckpointRow) -> 
     await pilot.pause()
 
 
+async def loaded_on(
+    pilot: Pilot[None], app: CkptApp, run: str, name: str, kind: str
+) -> CheckpointRow:
+    """After the first load, the cursor on one checkpoint in the all-checkpoints view."""
+    await settle(pilot)
+    row = find(app, run, name, kind)
+    await highlight(pilot, app, row)
+    return row
+
+
 def find(app: CkptApp, run: str, name: str, kind: str) -> CheckpointRow:
     catalog = screen_of(app).catalog
     assert catalog is not None
@@ -48,9 +58,7 @@ def find(app: CkptApp, run: str, name: str, kind: str) -> CheckpointRow:
 async def test_p_publishes_then_unpublishes(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "sl/llama-8b-tulu3", "000500", "sampler")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("p")
         await settle(pilot)
         assert is_public(demo, row)
@@ -80,9 +88,7 @@ async def test_a_mixed_selection_asks_which(demo: ServedDemo) -> None:
 async def test_delete_cancelled_keeps_the_checkpoint(demo: ServedDemo, key: str) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "sl/llama-8b-tulu3", "000500", "sampler")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("d")
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog"
@@ -96,9 +102,7 @@ async def test_delete_cancelled_keeps_the_checkpoint(demo: ServedDemo, key: str)
 async def test_delete_confirmed_with_y_is_gone_from_server_and_view(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "full/llama-3b-ft", "000150", "state")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "full/llama-3b-ft", "000150", "state")
         await pilot.press("d", "y")
         await settle(pilot)
         assert not stored(demo, row)
@@ -111,9 +115,7 @@ async def test_delete_confirmed_with_y_is_gone_from_server_and_view(demo: Served
 async def test_final_checkpoints_need_the_typed_word(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "full/llama-3b-ft", "final", "sampler")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "full/llama-3b-ft", "final", "sampler")
         await pilot.press("d", "y")
         await pilot.pause()  # the dialog's worker waits for an answer: nothing to settle
         assert type(app.screen).__name__ == "DeleteDialog"  # y alone is not enough
@@ -147,9 +149,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
 async def test_expire_instead_sets_a_one_hour_ttl(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "sl/llama-8b-tulu3", "000600", "state")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000600", "state")
         await pilot.press("d", "e")
         await settle(pilot)
         kept = demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
@@ -160,9 +160,7 @@ async def test_expire_instead_sets_a_one_hour_ttl(demo: ServedDemo) -> None:
 async def test_readonly_refuses_every_change(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock, readonly=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "sl/llama-8b-tulu3", "000500", "sampler")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         before = demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
         await pilot.press("p", "t", "d", "y")
         await settle(pilot)
@@ -253,9 +251,7 @@ async def test_a_typed_ttl_applies_to_every_marked_checkpoint(demo: ServedDemo) 
 async def test_an_out_of_range_ttl_is_refused_in_the_dialog(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "rl/qwen3-8b-math", "000050", "state")
-        await highlight(pilot, app, row)
+        row = await loaded_on(pilot, app, "rl/qwen3-8b-math", "000050", "state")
         before = demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
         await pilot.press("t")
         await pilot.pause()
@@ -290,9 +286,7 @@ async def test_marking_keys_and_the_status_line(demo: ServedDemo) -> None:
 async def test_the_session_log_lists_each_action(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        row = find(app, "sl/llama-8b-tulu3", "000500", "sampler")
-        await highlight(pilot, app, row)
+        await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("p")
         await settle(pilot)
         await pilot.press("L")
