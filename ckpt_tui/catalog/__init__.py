@@ -1,7 +1,13 @@
 """The joined view: server runs and checkpoints joined with training-log records."""
 
 from ckpt_tui.catalog.join import Catalog, build_catalog
-from ckpt_tui.catalog.rows import CheckpointRow, RowState, RunSummary, soonest_expiry
+from ckpt_tui.catalog.rows import (
+    CheckpointRow,
+    RowState,
+    RunSummary,
+    soonest_expiry,
+    stored_only,
+)
 
 __all__ = [
     "Catalog",
@@ -10,4 +16,5 @@ __all__ = [
     "RunSummary",
     "build_catalog",
     "soonest_expiry",
+    "stored_only",
 ]

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timezone
 
-from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.sizes import SizeTotal, total
 
 NO_RULE_REASON = "matched no keep rule"
@@ -270,7 +270,7 @@ def ranked_reasons(rows: Sequence[CheckpointRow], policy: KeepPolicy) -> dict[st
 
 def plan(rows: Sequence[CheckpointRow], policy: KeepPolicy, now: datetime) -> Plan:
     """Decide, for every stored row, keep (with reasons) or delete. Missing rows are skipped."""
-    stored = [row for row in rows if not row.is_missing]
+    stored = stored_only(rows)
     ranked = ranked_reasons(stored, policy)
 
     def decide(row: CheckpointRow) -> Decision:

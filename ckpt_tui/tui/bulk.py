@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from ckpt_tui.api_types import Checkpoint
-from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.client import CheckpointClient, Outcome
 from ckpt_tui.client.bulk import BulkProgress
 
@@ -109,8 +108,3 @@ def patcher(action: BulkAction, now: datetime) -> Callable[[Checkpoint], Checkpo
         return replace(ckpt, expires_at=expires)
 
     return set_expiry
-
-
-def actionable(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:
-    """Rows the server still has (missing rows cannot be changed)."""
-    return [row for row in rows if not row.is_missing]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from ckpt_tui.catalog import Catalog
+from ckpt_tui.catalog import Catalog, stored_only
 from ckpt_tui.cost import format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
 from ckpt_tui.ttl import describe_expiry
@@ -53,7 +53,7 @@ def marked_text(screen: BrowseScreen) -> str:
     if not marks or catalog is None:
         return ""
     marked = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
-    rows = [row for row in marked if not row.is_missing]
+    rows = stored_only(marked)
     size = total(row.size for row in rows)
     rate = screen.ckpt_app.storage_rate
     text = f"{len(rows):,} marked · {format_total(size)}"

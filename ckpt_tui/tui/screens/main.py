@@ -14,10 +14,10 @@ from typing import ClassVar
 from textual import work
 from textual.binding import BindingType
 
-from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.client import Outcome
 from ckpt_tui.loader import Snapshot
-from ckpt_tui.tui.bulk import BulkAction, actionable, patch_checkpoints
+from ckpt_tui.tui.bulk import BulkAction, patch_checkpoints
 from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings
 from ckpt_tui.tui.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse import BrowseScreen
@@ -72,7 +72,7 @@ class MainScreen(BrowseScreen):
         """Targets an action can change now, or None after telling the user why not."""
         if not self.can_change(verb):
             return None
-        rows = actionable(self.targets())
+        rows = stored_only(self.targets())  # missing rows cannot be changed
         if not rows:
             self.notify("Nothing to act on: highlight or mark a stored checkpoint.")
             return None
