@@ -159,8 +159,7 @@ class BrowseScreen(Screen[None]):
             self.show_error(exc.message)
         else:
             self.error = None
-            self.apply_snapshot(snapshot)
-            self.warm_up()
+            self.show_complete(snapshot)
         finally:
             self.fetching = False
             self.update_chrome()
@@ -175,7 +174,6 @@ class BrowseScreen(Screen[None]):
         Otherwise the first character typed into the filter builds 100,000 search texts
         (~150 ms), and each new sort key sorts 100,000 rows inside a key press.
         """
-        self.graveyard.bury()  # replaced snapshots: freed here, not during a frame
         self.warm(self.catalog)
         keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
 
@@ -204,7 +202,8 @@ class BrowseScreen(Screen[None]):
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
-        self.graveyard.retire(self.snapshot)
+        if snapshot is not self.snapshot:
+            self.graveyard.retire(self.snapshot)
         self.snapshot = snapshot
         if self.state.run_id is None or snapshot.catalog.run(self.state.run_id) is None:
             self.state.run_id = snapshot.catalog.runs[0].run_id if snapshot.catalog.runs else None
@@ -212,6 +211,11 @@ class BrowseScreen(Screen[None]):
         self.runs_table.empty_message = "No runs."
         self.refresh_views()
         self.call_after_refresh(self.release_replaced)  # after this frame, not during it
+
+    def show_complete(self, snapshot: Snapshot) -> None:
+        """Show a whole snapshot, then sort and index it ahead of the key presses."""
+        self.apply_snapshot(snapshot)
+        self.warm_up()
 
     def poll_server(self) -> None:
         if not self.fetching:
@@ -222,7 +226,7 @@ class BrowseScreen(Screen[None]):
         """Re-read training logs that grew (a run writing checkpoints right now)."""
         snapshot = self.snapshot
         if snapshot is not None and not self.fetching and refresh_log_dirs(snapshot):
-            self.app.call_from_thread(self.refresh_views)
+            self.app.call_from_thread(self.show_complete, snapshot)  # joined again: new orders
 
     # --- showing -----------------------------------------------------------------------------
     def refresh_views(self) -> None:

@@ -202,10 +202,7 @@ class MainScreen(BrowseScreen):
             now = self.ckpt_app.clock.now()
             new = await asyncio.to_thread(self.patched, snapshot, action, confirmed, now)
             if self.snapshot is snapshot:
-                self.graveyard.retire(snapshot)
-                self.snapshot = new
-                self.refresh_views()
-                self.warm_up()
+                self.show_complete(new)
                 return
 
     def patched(
