@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -277,3 +278,19 @@ def test_demo_command_refuses_a_foreign_folder(
     assert cli_main(["demo", "--no-tui", "--dir", str(tmp_path)]) == 2
     assert "choose an empty or new folder" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
+
+
+def test_the_printed_commands_work_as_shown_without_an_activated_venv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "demo"
+    assert cli_main(["demo", "--no-tui", "--dir", str(folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listing = next(line for line in lines if "list it:" in line).split("list it:", 1)[1]
+    assert listing.strip().startswith("/")  # a full path, not a bare name PATH must resolve
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CKPT_TUI_NOW": "2026-11-30T12:00Z"}
+    done = subprocess.run(
+        listing, shell=True, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "llama-3b-ft" in done.stdout

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from ckpt_tui.client import Backend, ClientError, resolve_backend
+from ckpt_tui.client import ApiError, Backend, ClientError, resolve_backend
 from ckpt_tui.loader import LogDirSettings
 
 NO_BACKEND_MESSAGE = """\
@@ -64,5 +64,7 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def describe_client_error(exc: ClientError) -> str:
-    detail = f" (server said: {exc.detail})" if exc.detail and exc.detail not in exc.message else ""
+    """The message, plus the server's own words when a server answered and said more."""
+    said = isinstance(exc, ApiError) and exc.detail and exc.detail not in exc.message
+    detail = f" (server said: {exc.detail})" if said else ""
     return f"{exc.message}{detail}"

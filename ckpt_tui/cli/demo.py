@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,22 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def executable() -> str:
+    """How to run this ckpt-tui from any shell, activated virtualenv or not: the full path
+    of the `ckpt-tui` script beside this Python, else this Python with `-m ckpt_tui`."""
+    script = Path(sys.executable).parent / "ckpt-tui"
+    if script.is_file():
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m ckpt_tui"
+
+
 def open_commands(paths: DemoPaths) -> str:
     store, logs = shlex.quote(str(paths.store)), shlex.quote(str(paths.logs))
+    command = executable()
     return (
-        f"  open it:   ckpt-tui --local {store} --log-dir {logs}\n"
-        f"  serve it:  ckpt-tui serve {store}\n"
-        f"  list it:   ckpt-tui ls --local {store} --log-dir {logs}"
+        f"  open it:   {command} --local {store} --log-dir {logs}\n"
+        f"  serve it:  {command} serve {store}\n"
+        f"  list it:   {command} ls --local {store} --log-dir {logs}"
     )
 
 

@@ -21,7 +21,7 @@ import httpx
 from ckpt_tui import __version__
 from ckpt_tui.api_types import Checkpoint, Cursor, TinkerPath, TrainingRun, WeightsInfo
 from ckpt_tui.client import bulk, paging
-from ckpt_tui.client.connection import API_KEY_HEADER, Backend
+from ckpt_tui.client.connection import API_KEY_HEADER, Backend, check_base_url
 from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed
 from ckpt_tui.client.paging import Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
@@ -94,6 +94,8 @@ class CheckpointClient:
         self._on_close = on_close
         if transport is None and backend.local_store is not None:
             transport, self._on_close = _local_transport(backend.local_store)
+        elif backend.local_store is None:
+            check_base_url(backend.base_url)
         headers = {"User-Agent": f"ckpt-tui/{__version__}"}
         if backend.api_key:
             headers[API_KEY_HEADER] = backend.api_key

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from ckpt_tui.client.errors import CredentialsError
+from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
 
 DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 """The hosted service, as `tinker.lib.base_url.DEFAULT_BASE_URL` (SDK 0.38.0) names it."""
@@ -91,6 +92,7 @@ def resolve_backend(
         return Backend.local(Path(local))
     env = os.environ if env is None else env
     base_url = url or env.get("TINKER_BASE_URL") or DEFAULT_BASE_URL
+    check_base_url(base_url, "--url" if url else "TINKER_BASE_URL")
     if api_key:
         return Backend.remote(base_url, api_key, "--api-key flag")
     if env.get("TINKER_API_KEY"):
@@ -100,6 +102,22 @@ def resolve_backend(
         return Backend.remote(base_url)
     _name, key, source = stored
     return Backend.remote(base_url, key, source)
+
+
+def check_base_url(url: str, source: str = "the server URL") -> None:
+    """InvalidUrlError unless `url` is http:// or https:// with a host (`source` names where
+    it came from, e.g. "--url")."""
+    try:
+        parts = urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        usable = False
+    if usable:
+        return
+    raise InvalidUrlError(
+        f"{url!r} (from {source}) is not a server URL: give one that starts with http:// or "
+        "https:// and names a host, e.g. --url http://127.0.0.1:8750"
+    )
 
 
 def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:

@@ -27,6 +27,10 @@ class CredentialsError(ClientError):
     """The credentials file exists but cannot be understood."""
 
 
+class InvalidUrlError(ClientError):
+    """The server URL cannot be one (no http:// or https://, or no host)."""
+
+
 class ConnectionFailed(ClientError):
     """No connection could be made (refused, unknown host, local store unusable)."""
 
