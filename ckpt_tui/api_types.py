@@ -1,14 +1,19 @@
 """The checkpoint REST API's JSON types, shared by the server and the client.
 
 Field names and shapes follow `tinker.types` (SDK 0.38.0): see `shared/spec/tinker-rest-api.md`.
+The types are msgspec Structs: the client decodes response bytes straight into them (unknown
+fields are ignored, since the hosted service adds fields) and the server encodes them.
 No HTTP, Textual or file-system code lives here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, cast
+from typing import Literal
+
+import msgspec
+from msgspec.structs import force_setattr
 
 CheckpointType = Literal["training", "sampler", "external"]
 
@@ -30,24 +35,14 @@ def format_time(value: datetime) -> str:
 
 def parse_time(text: str) -> datetime:
     """Parse an ISO-8601 time; a time with no zone is taken as UTC."""
-    if text.endswith("Z"):  # the common case, and the fast one: lists hold 100,000 of these
-        return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
-    value = datetime.fromisoformat(text)
+    return in_utc(datetime.fromisoformat(text))
+
+
+def in_utc(value: datetime) -> datetime:
+    """`value` in UTC; a time with no zone is taken as UTC (as the API's decoders do)."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        return value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)
-
-
-def _opt_time(text: Any) -> datetime | None:
-    return None if text is None else parse_time(str(text))
-
-
-def _opt_metadata(value: Any) -> dict[str, str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ValueError("user_metadata must be an object")
-    return {str(k): str(v) for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -87,9 +82,12 @@ def checkpoint_type_of(checkpoint_id: str) -> CheckpointType:
     return SEGMENT_TO_TYPE[segment]
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """One stored checkpoint, as `GET .../checkpoints` returns it."""
+class Checkpoint(msgspec.Struct, frozen=True, gc=False):
+    """One stored checkpoint, as `GET .../checkpoints` returns it.
+
+    Not tracked by the garbage collector (`gc=False`): it holds only strings, numbers, times
+    and a string-to-string dict, so it can be part of no reference cycle.
+    """
 
     checkpoint_id: str
     checkpoint_type: CheckpointType
@@ -100,6 +98,12 @@ class Checkpoint:
     user_metadata: dict[str, str] | None = None
     expires_at: datetime | None = None
 
+    def __post_init__(self) -> None:
+        if self.time.tzinfo is not timezone.utc:
+            force_setattr(self, "time", in_utc(self.time))
+        if self.expires_at is not None and self.expires_at.tzinfo is not timezone.utc:
+            force_setattr(self, "expires_at", in_utc(self.expires_at))
+
     @property
     def run_id(self) -> str:
         return TinkerPath.parse(self.tinker_path).run_id
@@ -108,38 +112,8 @@ class Checkpoint:
     def name(self) -> str:
         return self.checkpoint_id.split("/", 1)[-1]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "checkpoint_id": self.checkpoint_id,
-            "checkpoint_type": self.checkpoint_type,
-            "time": format_time(self.time),
-            "tinker_path": self.tinker_path,
-            "size_bytes": self.size_bytes,
-            "public": self.public,
-            "user_metadata": self.user_metadata,
-            "expires_at": None if self.expires_at is None else format_time(self.expires_at),
-        }
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
-        kind = data["checkpoint_type"]
-        if kind not in TYPE_TO_SEGMENT:
-            raise ValueError(f"unknown checkpoint_type {kind!r}")
-        size = data.get("size_bytes")
-        return cls(
-            checkpoint_id=str(data["checkpoint_id"]),
-            checkpoint_type=cast(CheckpointType, kind),
-            time=parse_time(str(data["time"])),
-            tinker_path=str(data["tinker_path"]),
-            size_bytes=None if size is None else int(size),
-            public=bool(data.get("public", False)),
-            user_metadata=_opt_metadata(data.get("user_metadata")),
-            expires_at=_opt_time(data.get("expires_at")),
-        )
-
-
-@dataclass(frozen=True)
-class TrainingRun:
+class TrainingRun(msgspec.Struct, frozen=True, gc=False):
     """One training run, as `GET /training_runs` returns it."""
 
     training_run_id: str
@@ -153,61 +127,20 @@ class TrainingRun:
     last_sampler_checkpoint: Checkpoint | None = None
     user_metadata: dict[str, str] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        def opt(ckpt: Checkpoint | None) -> dict[str, Any] | None:
-            return None if ckpt is None else ckpt.to_json()
-
-        return {
-            "training_run_id": self.training_run_id,
-            "base_model": self.base_model,
-            "model_owner": self.model_owner,
-            "is_lora": self.is_lora,
-            "corrupted": self.corrupted,
-            "lora_rank": self.lora_rank,
-            "last_request_time": format_time(self.last_request_time),
-            "last_checkpoint": opt(self.last_checkpoint),
-            "last_sampler_checkpoint": opt(self.last_sampler_checkpoint),
-            "user_metadata": self.user_metadata,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrainingRun:
-        def opt(value: Any) -> Checkpoint | None:
-            return None if value is None else Checkpoint.from_json(value)
-
-        rank = data.get("lora_rank")
-        return cls(
-            training_run_id=str(data["training_run_id"]),
-            base_model=str(data["base_model"]),
-            model_owner=str(data.get("model_owner", "")),
-            is_lora=bool(data["is_lora"]),
-            last_request_time=parse_time(str(data["last_request_time"])),
-            corrupted=bool(data.get("corrupted", False)),
-            lora_rank=None if rank is None else int(rank),
-            last_checkpoint=opt(data.get("last_checkpoint")),
-            last_sampler_checkpoint=opt(data.get("last_sampler_checkpoint")),
-            user_metadata=_opt_metadata(data.get("user_metadata")),
-        )
+    def __post_init__(self) -> None:
+        if self.last_request_time.tzinfo is not timezone.utc:
+            force_setattr(self, "last_request_time", in_utc(self.last_request_time))
 
 
-@dataclass(frozen=True)
-class Cursor:
+class Cursor(msgspec.Struct, frozen=True, gc=False):
     """Pagination state of a list answer."""
 
     offset: int
     limit: int
     total_count: int
 
-    def to_json(self) -> dict[str, int]:
-        return {"offset": self.offset, "limit": self.limit, "total_count": self.total_count}
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Cursor:
-        return cls(int(data["offset"]), int(data["limit"]), int(data["total_count"]))
-
-
-@dataclass(frozen=True)
-class WeightsInfo:
+class WeightsInfo(msgspec.Struct, frozen=True, gc=False):
     """What `POST /weights_info` tells about a checkpoint's model: enough for a LoRA estimate."""
 
     base_model: str
@@ -216,30 +149,31 @@ class WeightsInfo:
     train_mlp: bool | None = None
     train_attn: bool | None = None
     train_unembed: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "base_model": self.base_model,
-            "is_lora": self.is_lora,
-            "lora_rank": self.lora_rank,
-            "train_mlp": self.train_mlp,
-            "train_attn": self.train_attn,
-            "train_unembed": self.train_unembed,
-        }
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WeightsInfo:
-        def opt_bool(key: str) -> bool | None:
-            value = data.get(key)
-            return None if value is None else bool(value)
+class CheckpointsPage(msgspec.Struct, frozen=True, gc=False):
+    """`GET /checkpoints` (with a cursor) and `GET /training_runs/ID/checkpoints` (without)."""
 
-        rank = data.get("lora_rank")
-        return cls(
-            base_model=str(data["base_model"]),
-            is_lora=bool(data["is_lora"]),
-            lora_rank=None if rank is None else int(rank),
-            train_mlp=opt_bool("train_mlp"),
-            train_attn=opt_bool("train_attn"),
-            train_unembed=opt_bool("train_unembed"),
-        )
+    checkpoints: list[Checkpoint]
+    cursor: Cursor | None = None
+
+
+class TrainingRunsPage(msgspec.Struct, frozen=True, gc=False):
+    """`GET /training_runs`."""
+
+    training_runs: list[TrainingRun]
+    cursor: Cursor
+
+
+class Health(msgspec.Struct, frozen=True, gc=False):
+    """`GET /healthz`."""
+
+    status: str = ""
+
+
+def encode(value: object) -> bytes:
+    """JSON bytes of an API struct (or of plain lists, dicts, strings, numbers and times)."""
+    return _ENCODER.encode(value)
+
+
+_ENCODER = msgspec.json.Encoder()

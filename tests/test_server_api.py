@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from msgspec import to_builtins
 
 from ckpt_tui.api_types import format_time
 from ckpt_tui.clock import FixedClock
@@ -46,11 +47,11 @@ def test_empty_store_lists(api: httpx.Client) -> None:
 def test_run_endpoints_match_the_store(api: httpx.Client, store: Store) -> None:
     seed_store(store, runs=2, per_run=3)
     listed = api.get(f"{API}/training_runs").json()
-    expected = [run.to_json() for run in store.list_runs()[0]]
+    expected = [to_builtins(run) for run in store.list_runs()[0]]
     assert listed["training_runs"] == expected
     assert listed["cursor"]["total_count"] == 2
     one = api.get(f"{API}/training_runs/run-001", params={"access_scope": "owned"})
-    assert one.json() == store.get_run("run-001").to_json()
+    assert one.json() == to_builtins(store.get_run("run-001"))
     assert one.json()["last_checkpoint"]["checkpoint_id"] == "weights/0002"
 
 

@@ -2,8 +2,9 @@
 
 Checkpoints are named by their tinker path: every per-checkpoint method takes a `CheckpointRef`,
 which is a `TinkerPath`, a `tinker://RUN/SEGMENT/NAME` string, or a `Checkpoint` (its
-`tinker_path` is used). Runs are named by their run id. Answers are parsed into
-`ckpt_tui.api_types` dataclasses; failures raise `ckpt_tui.client.errors.ClientError` subclasses.
+`tinker_path` is used). Runs are named by their run id. Answers are decoded from their bytes
+straight into `ckpt_tui.api_types` structs; failures raise `ckpt_tui.client.errors.ClientError`
+subclasses.
 """
 
 from __future__ import annotations
@@ -13,13 +14,22 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
+import msgspec
 
 from ckpt_tui import __version__
-from ckpt_tui.api_types import Checkpoint, Cursor, TinkerPath, TrainingRun, WeightsInfo
+from ckpt_tui.api_types import (
+    Checkpoint,
+    CheckpointsPage,
+    Health,
+    TinkerPath,
+    TrainingRun,
+    TrainingRunsPage,
+    WeightsInfo,
+)
 from ckpt_tui.client import bulk, paging
 from ckpt_tui.client.connection import API_KEY_HEADER, Backend, check_base_url
 from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed
@@ -31,6 +41,12 @@ AccessScope = Literal["owned", "accessible"]
 API = "/api/v1"
 PAGE_CONCURRENCY = 16
 """Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
+T = TypeVar("T")
+_HEALTH = msgspec.json.Decoder(Health)
+_RUN = msgspec.json.Decoder(TrainingRun)
+_RUNS_PAGE = msgspec.json.Decoder(TrainingRunsPage)
+_CHECKPOINTS_PAGE = msgspec.json.Decoder(CheckpointsPage)
+_WEIGHTS_INFO = msgspec.json.Decoder(WeightsInfo)
 
 
 @dataclass(frozen=True)
@@ -144,28 +160,25 @@ class CheckpointClient:
     async def _send(self, call: Call) -> httpx.Response:
         return await send_with_retries(self._http, call, self.retry, self._target)
 
-    async def _json(self, call: Call) -> dict[str, Any]:
+    async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
+        """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""
         response = await self._send(call)
         try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
+            return decoder.decode(response.content)
+        except msgspec.ValidationError as exc:
+            message = (
+                f"{self._target.display_url} answered {call.subject} in an unexpected shape: {exc}"
+            )
+            raise BadResponse(message, detail=str(exc)) from None
+        except msgspec.DecodeError:
             message = f"{self._target.display_url} answered {call.subject} with no JSON object"
-            raise BadResponse(message, detail=response.text[:300])
-        return data
-
-    def _bad_shape(self, call: Call, exc: Exception) -> BadResponse:
-        message = (
-            f"{self._target.display_url} answered {call.subject} in an unexpected shape: {exc!r}"
-        )
-        return BadResponse(message, detail=repr(exc))
+            raise BadResponse(message, detail=response.text[:300]) from None
 
     # --- reads -------------------------------------------------------------------------------
     async def healthz(self) -> bool:
         """True when the server says it is ok (the local server's `GET /api/v1/healthz`)."""
-        data = await self._json(Call("GET", f"{API}/healthz", "the health check"))
-        return data.get("status") == "ok"
+        health = await self._decode(Call("GET", f"{API}/healthz", "the health check"), _HEALTH)
+        return health.status == "ok"
 
     async def list_training_runs(
         self, limit: int = 20, offset: int = 0, access_scope: AccessScope = "owned"
@@ -173,58 +186,39 @@ class CheckpointClient:
         """One page of runs, newest activity first."""
         params = {"limit": limit, "offset": offset, "access_scope": access_scope}
         call = Call("GET", f"{API}/training_runs", "the list of training runs", params)
-        data = await self._json(call)
-        try:
-            runs = [TrainingRun.from_json(item) for item in data["training_runs"]]
-            return Page(runs, offset, Cursor.from_json(data["cursor"]).total_count)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._bad_shape(call, exc) from None
+        page = await self._decode(call, _RUNS_PAGE)
+        return Page(page.training_runs, offset, page.cursor.total_count)
 
     async def get_training_run(self, run_id: str) -> TrainingRun:
         """One run; NotFoundError naming the id if unknown."""
         _check_segment(run_id, "run id")
         subject = f"training run {run_id!r}"
         call = Call("GET", f"{API}/training_runs/{quote(run_id, safe='')}", subject)
-        data = await self._json(call)
-        try:
-            return TrainingRun.from_json(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._bad_shape(call, exc) from None
+        return await self._decode(call, _RUN)
 
     async def list_run_checkpoints(self, run_id: str) -> list[Checkpoint]:
         """A run's checkpoints, oldest first (not paginated)."""
         _check_segment(run_id, "run id")
         route = f"{API}/training_runs/{quote(run_id, safe='')}/checkpoints"
         call = Call("GET", route, f"the checkpoints of training run {run_id!r}")
-        return self._checkpoints_of(call, await self._json(call))
+        return (await self._decode(call, _CHECKPOINTS_PAGE)).checkpoints
 
     async def list_checkpoints(self, limit: int = 100, offset: int = 0) -> Page[Checkpoint]:
         """One page of all my checkpoints, newest first."""
         params = {"limit": limit, "offset": offset}
         call = Call("GET", f"{API}/checkpoints", "the list of checkpoints", params)
-        data = await self._json(call)
-        checkpoints = self._checkpoints_of(call, data)
-        try:
-            return Page(checkpoints, offset, Cursor.from_json(data["cursor"]).total_count)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._bad_shape(call, exc) from None
-
-    def _checkpoints_of(self, call: Call, data: dict[str, Any]) -> list[Checkpoint]:
-        try:
-            return [Checkpoint.from_json(item) for item in data["checkpoints"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._bad_shape(call, exc) from None
+        page = await self._decode(call, _CHECKPOINTS_PAGE)
+        if page.cursor is None:
+            message = f"{self._target.display_url} answered {call.subject} with no cursor"
+            raise BadResponse(message, detail="Object missing required field `cursor`")
+        return Page(page.checkpoints, offset, page.cursor.total_count)
 
     async def weights_info(self, ref: CheckpointRef) -> WeightsInfo:
         """What a LoRA size estimate needs about a checkpoint's model."""
         path = to_tinker_path(ref)
         body = {"tinker_path": str(path)}
         call = Call("POST", f"{API}/weights_info", f"weights info of {path}", body=body)
-        data = await self._json(call)
-        try:
-            return WeightsInfo.from_json(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._bad_shape(call, exc) from None
+        return await self._decode(call, _WEIGHTS_INFO)
 
     # --- writes ------------------------------------------------------------------------------
     async def delete_checkpoint(self, ref: CheckpointRef) -> None:

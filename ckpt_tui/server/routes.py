@@ -10,11 +10,11 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from ckpt_tui.api_types import Cursor
-from ckpt_tui.server.encoding import CheckpointEncoder, json_bytes_response
+from ckpt_tui.api_types import CheckpointsPage, Cursor, TrainingRunsPage
+from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.errors import ApiError, guarded
 from ckpt_tui.server.params import (
     check_access_scope,
@@ -31,47 +31,42 @@ RUNS_PAGE = 20
 CHECKPOINTS_PAGE = 100
 
 
-ENCODER = CheckpointEncoder()
-
-
 def _store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
 
 
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return json_response({"status": "ok"})
 
 
 async def client_config(request: Request) -> Response:
     """SDK start-up: `{}` means all defaults (JWT exchange off)."""
-    return JSONResponse({})
+    return json_response({})
 
 
 async def telemetry(request: Request) -> Response:
     """The SDK reports its errors here; a local server has no use for them."""
-    return JSONResponse({"status": "accepted"})
+    return json_response({"status": "accepted"})
 
 
 async def list_runs(request: Request) -> Response:
     check_access_scope(request)
     page = parse_page(request, RUNS_PAGE)
     runs, total = await run_in_threadpool(_store(request).list_runs, page.offset, page.limit)
-    cursor = Cursor(page.offset, page.limit, total)
-    body = {"training_runs": [run.to_json() for run in runs], "cursor": cursor.to_json()}
-    return JSONResponse(body)
+    return json_response(TrainingRunsPage(runs, Cursor(page.offset, page.limit, total)))
 
 
 async def get_run(request: Request) -> Response:
     check_access_scope(request)
     run = await run_in_threadpool(_store(request).get_run, path_run_id(request))
-    return JSONResponse(run.to_json())
+    return json_response(run)
 
 
 async def list_run_checkpoints(request: Request) -> Response:
     store = _store(request)
     checkpoints = await run_in_threadpool(store.list_run_checkpoints, path_run_id(request))
-    return json_bytes_response(ENCODER.list_body(checkpoints, None))
+    return json_response(CheckpointsPage(checkpoints))
 
 
 async def list_checkpoints(request: Request) -> Response:
@@ -79,8 +74,7 @@ async def list_checkpoints(request: Request) -> Response:
     page = parse_page(request, CHECKPOINTS_PAGE)
     store = _store(request)
     checkpoints, total = await run_in_threadpool(store.list_checkpoints, page.offset, page.limit)
-    cursor = Cursor(page.offset, page.limit, total)
-    return json_bytes_response(ENCODER.list_body(checkpoints, cursor.to_json()))
+    return json_response(CheckpointsPage(checkpoints, Cursor(page.offset, page.limit, total)))
 
 
 async def checkpoint_action(request: Request) -> Response:
@@ -108,7 +102,7 @@ async def weights_info(request: Request) -> Response:
     path = parse_tinker_path_body(await read_json_object(request))
     store = _store(request)
     info = await run_in_threadpool(store.weights_info, path.run_id, path.checkpoint_id)
-    return JSONResponse(info.to_json())
+    return json_response(info)
 
 
 def _route(path: str, endpoint: Any, methods: list[str]) -> Route:

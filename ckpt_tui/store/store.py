@@ -150,7 +150,6 @@ class Store(StoreCore):
             train_mlp=flag("train_mlp"),
             train_attn=flag("train_attn"),
             train_unembed=flag("train_unembed"),
-            extra=dict(info.extra),
         )
 
     @locked

@@ -6,9 +6,11 @@ No Textual: the screen runs a `BulkAction` through the client and shows these su
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
+
+from msgspec.structs import replace
 
 from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client import CheckpointClient, Outcome
