@@ -32,7 +32,7 @@ def root(tmp_path: Path) -> Path:
 
 def test_hf_trainer_output(root: Path, clock: FixedClock) -> None:
     L.hf_trainer_output(root / "out", steps=(100, 200), best=100)
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         facts = meta(store, "out")
         ckpts = {c.checkpoint_id: c for c in store.list_run_checkpoints("out")}
         run = store.get_run("out")
@@ -57,7 +57,7 @@ def test_hf_incomplete_checkpoints_are_flagged(root: Path, clock: FixedClock) ->
     L.hf_trainer_output(root / "out", steps=(100, 200, 300))
     (root / "out/checkpoint-300/trainer_state.json").unlink()
     (root / "out/checkpoint-200").rename(root / "out/tmp-checkpoint-200")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         facts = meta(store, "out")
     assert "no readable trainer_state.json" in facts["weights/checkpoint-300"]["incomplete_reason"]
     assert facts["weights/tmp-checkpoint-200"]["incomplete"] == "true"
@@ -68,9 +68,9 @@ def test_hf_incomplete_checkpoints_are_flagged(root: Path, clock: FixedClock) ->
 def test_sampler_only_trainer_checkpoint(root: Path, clock: FixedClock) -> None:
     L.hf_trainer_output(root / "out", steps=(100,))
     (root / "out/checkpoint-100/optimizer.pt").unlink()
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         ids = [c.checkpoint_id for c in store.list_run_checkpoints("out")]
-    assert ids == ["sampler_weights/checkpoint-100"]
+    assert ids == ["weights/checkpoint-100"]
 
 
 def test_peft_and_sharded_pretrained(root: Path, clock: FixedClock) -> None:
@@ -78,7 +78,7 @@ def test_peft_and_sharded_pretrained(root: Path, clock: FixedClock) -> None:
     L.sharded_pretrained(root / "models/gpt2-ft")
     L.sharded_pretrained(root / "models/broken")
     (root / "models/broken/model-00002-of-00002.safetensors").unlink()
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         adapter = meta(store, "adapters")["sampler_weights/lora-a"]
         run = store.get_run("adapters")
         models = meta(store, "models")
@@ -93,7 +93,7 @@ def test_torch_save_and_lightning_files(root: Path, clock: FixedClock) -> None:
     L.full_torch_checkpoint(root / "exp/checkpoint.pt", step=500)
     L.write(root / "exp/model.pt", L.torch_zip(L.model_state(3, "BF16")))
     L.lightning_ckpt(root / "logs/epoch=3-step=1200.ckpt")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         exp, logs = meta(store, "exp"), meta(store, "logs")
         size = store.get_checkpoint("exp", "weights/checkpoint.pt").size_bytes
     full = exp["weights/checkpoint.pt"]
@@ -101,7 +101,7 @@ def test_torch_save_and_lightning_files(root: Path, clock: FixedClock) -> None:
     assert full["params"] == "32" and full["resume_point"] == "true"
     assert json.loads(full["bytes_per_dtype"]) == {"F32": 2 * 64 + 2 * 64 + 2 * 4}
     assert size == (root / "exp/checkpoint.pt").stat().st_size
-    model = exp["sampler_weights/model.pt"]
+    model = exp["weights/model.pt"]
     assert model["has_optimizer"] == "false" and model["bytes_per_dtype"] == '{"BF16":96}'
     lightning = logs["weights/epoch=3-step=1200.ckpt"]
     assert (lightning["format"], lightning["step"], lightning["epoch"]) == (
@@ -117,7 +117,7 @@ def test_deepspeed_dcp_accelerate(root: Path, clock: FixedClock) -> None:
     L.dcp_checkpoint(root / "dcp/step_10")
     L.dcp_checkpoint(root / "dcp/step_20", with_metadata=False)
     L.accelerate_checkpoint(root / "acc/checkpoints/checkpoint_0")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         ds, lone = meta(store, "ds"), meta(store, "ds-nolatest")
         dcp, acc = meta(store, "dcp"), meta(store, "acc__checkpoints")
     assert ds["weights/global_step100"]["resume_point"] == "true"
@@ -125,7 +125,7 @@ def test_deepspeed_dcp_accelerate(root: Path, clock: FixedClock) -> None:
     assert "newer than the 'latest'" in ds["weights/global_step200"]["incomplete_reason"]
     assert lone["weights/global_step50"]["incomplete"] == "true"
     assert dcp["weights/step_10"]["format"] == "dcp"  # `.metadata` names optimizer state
-    assert dcp["sampler_weights/step_20"]["incomplete"] == "true"
+    assert dcp["weights/step_20"]["incomplete"] == "true"
     assert acc["weights/checkpoint_0"]["params"] == "36"
 
 
@@ -139,19 +139,19 @@ def test_run_ids_are_stable_path_safe_and_unique(root: Path, clock: FixedClock) 
     L.write(root / "top.pt", L.torch_zip(L.model_state(1)))
     L.write(root / "a/b/m.pt", L.torch_zip(L.model_state(1)))
     L.write(root / "a__b/m.pt", L.torch_zip(L.model_state(1)))
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         store.create_run("taken", "base")
     L.write(root / "taken/m.pt", L.torch_zip(L.model_state(1)))
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         ids = {r.training_run_id for r in store.list_runs()[0]}
-        store.set_ttl("a__b", "sampler_weights/m.pt", 7200)
-        store.set_public("_root_", "sampler_weights/top.pt", True)
+        store.set_ttl("a__b", "weights/m.pt", 7200)
+        store.set_public("_root_", "weights/top.pt", True)
     assert ids == {"_root_", "a__b", f"a__b-{_hash('a__b')}", "taken", f"taken-{_hash('taken')}"}
     (root / "a").rename(root / "renamed")  # a/b moves: a new id; the others keep theirs
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         ids = {r.training_run_id for r in store.list_runs()[0]}
-        assert store.get_checkpoint("_root_", "sampler_weights/top.pt").public
-        assert store.get_checkpoint("renamed__b", "sampler_weights/m.pt").expires_at is None
+        assert store.get_checkpoint("_root_", "weights/top.pt").public
+        assert store.get_checkpoint("renamed__b", "weights/m.pt").expires_at is None
     assert ids == {
         "_root_",
         "renamed__b",
@@ -163,10 +163,10 @@ def test_run_ids_are_stable_path_safe_and_unique(root: Path, clock: FixedClock) 
 
 def test_ttl_and_publish_survive_restart(root: Path, clock: FixedClock) -> None:
     L.hf_trainer_output(root / "out")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         store.set_ttl("out", "weights/checkpoint-100", 7200)
         store.set_public("out", "weights/checkpoint-200", True)
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         first = store.get_checkpoint("out", "weights/checkpoint-100")
         second = store.get_checkpoint("out", "weights/checkpoint-200")
     assert first.expires_at is not None and second.public
@@ -179,14 +179,14 @@ def test_walk_skips_hidden_deep_and_linked_folders(root: Path, clock: FixedClock
     L.write(root / ".cache/hidden.pt", L.torch_zip(L.model_state(1)))
     (root / "a/loop").symlink_to(root, target_is_directory=True)
     (root / "a/link.pt").symlink_to(root / "a/b/c/d/e/f/ok.pt")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         ids = [r.training_run_id for r in store.list_runs()[0]]
     assert ids == ["a__b__c__d__e__f"]
 
 
 def test_outside_changes_are_noticed(root: Path, clock: FixedClock) -> None:
     L.hf_trainer_output(root / "out", steps=(100,))
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         L.hf_trainer_output(root / "out", steps=(100, 200))
         L.write(root / "new/model.pt", L.torch_zip(L.model_state(1)))
         store.rescan()

@@ -35,7 +35,7 @@ def served(tmp_path: Path, clock: FixedClock) -> Iterator[tuple[httpx.Client, St
     root = tmp_path / "store"
     build_tree(root, tmp_path / "PWNED")
     with (
-        Store.open(root, clock) as store,
+        Store.open(root, clock, settle_seconds=0) as store,
         run_server(create_app(store, sweep_interval=None)) as url,
         httpx.Client(base_url=url) as client,
     ):
@@ -81,7 +81,7 @@ def test_publish_ttl_delete_folder_and_file(served: tuple[httpx.Client, Store, P
     assert api.delete(f"{base}/exp/checkpoints/weights/a.pt").status_code == 204
     assert not (root / "out/checkpoint-100").exists() and (root / "out/checkpoint-200").is_dir()
     assert not (root / "exp/a.pt").exists() and (root / "exp/b.pt").is_file()
-    assert sorted(checkpoints(api, "exp")) == ["sampler_weights/evil.pt", "weights/b.pt"]
+    assert sorted(checkpoints(api, "exp")) == ["weights/b.pt", "weights/evil.pt"]
 
 
 def test_ttl_on_incomplete_is_refused_and_sweep_skips_it(
@@ -102,7 +102,7 @@ def test_readonly_server_browses_and_refuses(tmp_path: Path, clock: FixedClock) 
     root = tmp_path / "store"
     build_tree(root, tmp_path / "PWNED")
     with (
-        Store.open(root, clock, readonly=True) as store,
+        Store.open(root, clock, readonly=True, settle_seconds=0) as store,
         run_server(create_app(store, sweep_interval=None)) as url,
     ):
         listed = httpx.get(f"{url}{API}/training_runs/exp/checkpoints").json()
@@ -115,7 +115,7 @@ def test_readonly_server_browses_and_refuses(tmp_path: Path, clock: FixedClock) 
 def test_joined_view_reads_discovery_metadata(tmp_path: Path, clock: FixedClock) -> None:
     root = tmp_path / "store"
     build_tree(root, tmp_path / "PWNED")
-    with Store.open(root, clock) as store:
+    with Store.open(root, clock, settle_seconds=0) as store:
         runs: list[TrainingRun] = store.list_runs()[0]
         ckpts: list[Checkpoint] = store.list_checkpoints(limit=100)[0]
     rows = {row.tinker_path: row for row in build_catalog(runs, ckpts, []).rows}

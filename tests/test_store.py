@@ -238,8 +238,10 @@ def test_store_made_by_hand_is_indexed_and_cached(tmp_path: Path) -> None:
         sizes = [c.size_bytes for c in store.list_run_checkpoints("r")]
     assert sorted(s or 0 for s in sizes) == list(range(30))
     (runs / "r" / "weights" / "29" / "g").write_bytes(b"more")
-    with Store.open(tmp_path / "s") as store:  # the size is cached in SQLite
-        assert store.get_checkpoint("r", "weights/29").size_bytes == 29
+    with Store.open(tmp_path / "s") as store:  # the cached size measured other files
+        grown = store.get_checkpoint("r", "weights/29")
+    assert grown.size_bytes == 33
+    assert (grown.user_metadata or {}).get("incomplete") == "true"  # it just changed
 
 
 def test_root_checks(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from ckpt_tui.catalog.rows import (
     CheckpointRow,
     RecordRef,
     RunSummary,
+    is_incomplete,
     soonest_expiry,
     stored_only,
 )
@@ -224,7 +225,12 @@ class RowCache:
             else:
                 path = parts_of(TinkerPath.parse(key))
             size_bytes = ckpt.size_bytes  # exact sizes inline: one call less per row
-            size = Size.exact(size_bytes) if size_bytes is not None else sizer.size_of(ckpt)
+            if size_bytes is None:
+                size = sizer.size_of(ckpt)
+            elif is_incomplete(ckpt):
+                size = Size.partial(size_bytes)
+            else:
+                size = Size.exact(size_bytes)
             row = make_row(run_name, path, ckpt, ref, size)
         return row
 

@@ -163,6 +163,11 @@ class CheckpointRow:
     def is_missing(self) -> bool:
         return self.state is RowState.MISSING
 
+    @property
+    def incomplete(self) -> bool:
+        """Stored but still being written (the server says so in its metadata)."""
+        return self.server is not None and is_incomplete(self.server)
+
     def flags(self) -> list[str]:
         """Short words for what is special about this checkpoint."""
         words = [
@@ -175,8 +180,7 @@ class CheckpointRow:
             )
             if present
         ]
-        metadata = self.server.user_metadata if self.server else None
-        if metadata and metadata.get("incomplete") == "true":
+        if self.incomplete:
             words.append("incomplete")  # a training-box checkpoint still being written
         if self.state is not RowState.TRACKED:
             words.append(self.state.value)
@@ -217,6 +221,12 @@ class RunSummary:
     @property
     def missing_count(self) -> int:
         return sum(row.is_missing for row in self.rows)
+
+
+def is_incomplete(ckpt: Checkpoint) -> bool:
+    """Whether the server flags a checkpoint as still being written (`ckpt-tui serve` does)."""
+    metadata = ckpt.user_metadata
+    return metadata is not None and metadata.get("incomplete") == "true"
 
 
 def int_or_none(value: object) -> int | None:

@@ -22,6 +22,8 @@ Choices, and why:
   every row with one (among themselves, by created). Rows without a step are never kept by
   keep_every; step 0 is kept by it (0 is a multiple of every N).
 - keep_expiring_after keeps rows that never expire and rows whose expiry is strictly later.
+- A checkpoint still being written (flagged incomplete by the server) is always kept, whatever
+  the policy, and is not counted by best K or last M: those count complete saves.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.sizes import SizeTotal, total
 
 NO_RULE_REASON = "matched no keep rule"
+INCOMPLETE_REASON = "incomplete (still being written)"
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 END_OF_DAY = time(23, 59, 59, 999999)
 
@@ -223,7 +226,7 @@ def group_rules(policy: KeepPolicy) -> list[tuple[str, GroupRule]]:
 
 def row_reasons(row: CheckpointRow, policy: KeepPolicy) -> list[str]:
     """The reasons that depend on the row alone."""
-    reasons = []
+    reasons = [INCOMPLETE_REASON] if row.incomplete else []
     if policy.keep_final and row.final:
         reasons.append("final")
     if policy.keep_resume_point and row.resume_point:
@@ -261,7 +264,8 @@ def ranked_reasons(rows: Sequence[CheckpointRow], policy: KeepPolicy) -> dict[st
     """Best K and last M reasons by tinker path, ranked within each (run, kind) group."""
     found: dict[str, list[str]] = {}
     rules = group_rules(policy)
-    for group in group_by(rows, lambda r: (r.run_id, r.checkpoint_type)).values():
+    complete = [row for row in rows if not row.incomplete]
+    for group in group_by(complete, lambda r: (r.run_id, r.checkpoint_type)).values():
         for reason, rule in rules:
             for row in rule(group):
                 found.setdefault(row.tinker_path, []).append(reason)

@@ -9,12 +9,14 @@ from typing import Literal, NamedTuple, TypeVar
 
 import humanize
 
-SizeKind = Literal["exact", "estimate", "unknown"]
+SizeKind = Literal["exact", "estimate", "partial", "unknown"]
 K = TypeVar("K", bound=Hashable)
 
 
 class Size(NamedTuple):
     """A size in bytes; `basis` explains an estimate (or why a size is unknown).
+
+    A partial size is exact for the files so far, of a checkpoint still being written.
 
     A named tuple rather than a dataclass: every row has one, and at 100,000 rows a tuple
     is three times quicker to make and drops out of the garbage collector's tracking.
@@ -33,6 +35,10 @@ class Size(NamedTuple):
     @classmethod
     def estimate(cls, n: int, basis: str) -> Size:
         return cls("estimate", _check(n), basis)
+
+    @classmethod
+    def partial(cls, n: int) -> Size:
+        return cls("partial", _check(n), "still being written")
 
     @classmethod
     def unknown(cls, reason: str = "") -> Size:
@@ -55,20 +61,22 @@ def _check(n: int) -> int:
 
 @dataclass(frozen=True)
 class SizeTotal:
-    """The sum of some sizes: exact only if every part is exact; "at least" if any is unknown."""
+    """The sum of some sizes: exact only if every part is exact; "at least" if any is unknown
+    or still being written."""
 
     bytes: int
     part_count: int
     estimate_count: int
     unknown_count: int
+    partial_count: int = 0
 
     @property
     def is_exact(self) -> bool:
-        return self.estimate_count == 0 and self.unknown_count == 0
+        return self.estimate_count == 0 and self.unknown_count == 0 and self.partial_count == 0
 
     @property
     def is_at_least(self) -> bool:
-        return self.unknown_count > 0
+        return self.unknown_count > 0 or self.partial_count > 0
 
     @property
     def is_all_unknown(self) -> bool:
@@ -80,8 +88,14 @@ def total(sizes: Iterable[Size]) -> SizeTotal:
     # C-level passes only: the header adds up 100,000 sizes after every load.
     sizes = list(sizes)
     counts = list(map(attrgetter("bytes"), sizes))
-    estimates = list(map(attrgetter("kind"), sizes)).count("estimate")
-    return SizeTotal(sum(filter(None, counts)), len(sizes), estimates, counts.count(None))
+    kinds = list(map(attrgetter("kind"), sizes))
+    return SizeTotal(
+        sum(filter(None, counts)),
+        len(sizes),
+        kinds.count("estimate"),
+        counts.count(None),
+        kinds.count("partial"),
+    )
 
 
 def totals_by(items: Iterable[tuple[K, Size]]) -> dict[K, SizeTotal]:
@@ -97,11 +111,14 @@ def format_bytes(n: int) -> str:
     return str(humanize.naturalsize(n, binary=True, format="%.1f"))
 
 
-def format_size(size: Size) -> str:
-    """'12.4 GiB' if exact, '≈ 12.4 GiB' if estimated, '?' if unknown."""
+def format_size(size: Size, short: bool = False) -> str:
+    """'12.4 GiB' if exact, '≈ 12.4 GiB' if estimated, '?' if unknown, and
+    '≥ 12.4 GiB (still being written)' for a partial size ('≥ 12.4 GiB' when `short`)."""
     if size.bytes is None:
         return "?"
     text = format_bytes(size.bytes)
+    if size.kind == "partial":
+        return f"≥ {text}" if short else f"≥ {text} (still being written)"
     return text if size.is_exact else f"≈ {text}"
 
 

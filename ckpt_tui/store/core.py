@@ -3,8 +3,9 @@
 Outside changes are noticed by comparing mtimes: `runs/` (runs added or removed) and each run's
 folder plus its segment folders (checkpoint folders added or removed). A changed run is rescanned
 alone. The global check runs at most every `recheck_interval` seconds; a call about one run
-checks that run's folders every time. Files added inside an existing checkpoint folder change no
-mtime we watch: the cached size stays until `refresh_checkpoint` (or a reopen of a fresh store).
+checks that run's folders every time. A rescan looks at every file of the run's checkpoints
+(name, size, mtime): a cached size counts only while those are the same (`settle.py`). Runs
+with a checkpoint still being written are rescanned at every check until it settles.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ckpt_tui.store.layout import (
 )
 from ckpt_tui.store.meta import Key, MetaDB, Row
 from ckpt_tui.store.scan import RunScan, list_run_ids, scan_found, scan_run
+from ckpt_tui.store.settle import SETTLE_SECONDS, Settling
 from ckpt_tui.store.times import to_us
 
 P = ParamSpec("P")
@@ -56,6 +58,8 @@ class StoreCore:
 
     recheck_interval: float = 1.0
     """Seconds between checks for outside changes when listing everything."""
+    settle_seconds: float = SETTLE_SECONDS
+    """How long a checkpoint's files must stay the same before it counts as complete."""
 
     def __init__(self, layout: Layout, clock: Clock, meta: MetaDB, readonly: bool) -> None:
         self.root: Path = layout.root
@@ -68,6 +72,8 @@ class StoreCore:
         self._index = Index()
         self._lock = threading.RLock()
         self._closed = False
+        self._unsettled: set[str] = set()
+        """Runs with a checkpoint still being written: rescanned at every check."""
         self._runs_mtime: int | None = None
         self._discovery_watch: dict[str, int | None] = {}
         self._last_check = time.monotonic()
@@ -85,9 +91,10 @@ class StoreCore:
         self._runs_mtime = mtime_ns(self._layout.runs)
         scans: list[RunScan] = []
         stale: list[Key] = []
+        settling = self._settling()
         for run_id in list_run_ids(self._layout):
             rows = rows_by_run.pop(run_id, [])
-            scan = scan_run(self._layout, run_id, rows, changes.get(run_id, 0))
+            scan = scan_run(self._layout, run_id, rows, settling, changes.get(run_id, 0))
             if scan is None:
                 stale.extend(_keys(rows))
             else:
@@ -95,9 +102,8 @@ class StoreCore:
                 stale.extend(scan.stale_keys)
         tinker_ids = {scan.run.run_id for scan in scans}
         for run in self._discover(tinker_ids):
-            scans.append(
-                scan_found(run, rows_by_run.pop(run.run_id, []), changes.get(run.run_id, 0))
-            )
+            rows = rows_by_run.pop(run.run_id, [])
+            scans.append(scan_found(run, rows, settling, changes.get(run.run_id, 0)))
             stale.extend(scans[-1].stale_keys)
         for rows in rows_by_run.values():
             stale.extend(_keys(rows))
@@ -107,6 +113,7 @@ class StoreCore:
         self._meta.apply(upsert=added, delete=stale, drop_runs=gone_runs)
         entries = [entry for scan in scans for entry in scan.entries]
         self._index.load([scan.run for scan in scans], entries, self._now_us())
+        self._unsettled = {e.row.run_id for e in entries if e.incomplete}
 
     def _rescan_run(self, run_id: str) -> None:
         """Bring one run in line with its folder (or forget it if the folder is gone)."""
@@ -115,18 +122,24 @@ class StoreCore:
         last_change = 0 if old is None else old.last_change_us
         if old is not None and old.rel is not None:
             found = examine_run(self.root, old.rel, run_id)
-            scan = None if found is None else scan_found(found, rows, last_change)
+            scan = None if found is None else scan_found(found, rows, self._settling(), last_change)
         else:
-            scan = scan_run(self._layout, run_id, rows, last_change)
+            scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
         self._put_scan(run_id, rows, scan)
 
     def _put_scan(self, run_id: str, rows: list[Row], scan: RunScan | None) -> None:
+        self._unsettled.discard(run_id)
         if scan is None:
             self._meta.apply(delete=_keys(rows), drop_runs=[run_id])
             self._index.drop_run(run_id)
             return
         self._meta.apply(upsert=scan.new_rows, delete=scan.stale_keys)
         self._index.put_run(scan.run, scan.entries, self._now_us())
+        if any(entry.incomplete for entry in scan.entries):
+            self._unsettled.add(run_id)
+
+    def _settling(self) -> Settling:
+        return Settling(self._now_us(), round(self.settle_seconds * 1_000_000))
 
     # --- discovered runs (HF Trainer, torch.save, ... anywhere under the root) --------------
     def _discover(self, tinker_ids: set[str]) -> list[FoundRun]:
@@ -145,9 +158,8 @@ class StoreCore:
             rows = self._meta.rows(run_id)
             run = found.get(run_id)
             last_change = 0 if old is None else old.last_change_us
-            self._put_scan(
-                run_id, rows, None if run is None else scan_found(run, rows, last_change)
-            )
+            scan = None if run is None else scan_found(run, rows, self._settling(), last_change)
+            self._put_scan(run_id, rows, scan)
 
     def _check_run(self, run_id: str) -> None:
         """Rescan `run_id` (already validated) if its folders changed since last seen."""
@@ -155,7 +167,7 @@ class StoreCore:
         if run is None:
             if is_real_dir(self._layout.run_dir(run_id)):
                 self._rescan_run(run_id)
-        elif run.current_signature() != run.signature:
+        elif run_id in self._unsettled or run.current_signature() != run.signature:
             self._rescan_run(run_id)
 
     def _notice_changes(self, force: bool = False) -> None:
@@ -172,7 +184,7 @@ class StoreCore:
         if watch_changed(self._discovery_watch):
             self._rediscover_all()
         for run in list(self._index.runs.values()):
-            if run.current_signature() != run.signature:
+            if run.run_id in self._unsettled or run.current_signature() != run.signature:
                 self._rescan_run(run.run_id)
         self._last_check = time.monotonic()
 

@@ -68,7 +68,10 @@ class CheckpointEntry:
     def _user_metadata(self) -> dict[str, str] | None:
         if self.facts is None:
             return None if self.row.user_metadata is None else dict(self.row.user_metadata)
-        return {**self.facts, **(self.row.user_metadata or {})}
+        merged = {**self.facts, **(self.row.user_metadata or {})}
+        if self.incomplete:  # the files' word on this, whatever the metadata says
+            merged.update(incomplete="true", incomplete_reason=self.facts["incomplete_reason"])
+        return merged
 
     @property
     def incomplete(self) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ckpt_tui.api_types import SEGMENT_TO_TYPE
 from ckpt_tui.names import UnsafeNameError, check_name, check_run_id, split_checkpoint_id
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.settle import look_at
 
 RUNS_DIR = "runs"
 META_DIR = ".ckpt-tui"
@@ -115,33 +116,4 @@ def measure_size(path: str | Path, top: os.stat_result | None = None) -> int:
 
     `top` is `path`'s lstat when the caller already has it.
     """
-    if top is None:
-        try:
-            top = os.lstat(path)
-        except OSError:
-            return 0
-    if stat.S_ISREG(top.st_mode):
-        return top.st_size
-    if not stat.S_ISDIR(top.st_mode):
-        return 0
-    total = 0
-    stack = [os.fspath(path)]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue  # unreadable subfolder: count what can be read
-        for entry in entries:
-            total += _entry_size(entry, stack)
-    return total
-
-
-def _entry_size(entry: os.DirEntry[str], stack: list[str]) -> int:
-    try:
-        if entry.is_dir(follow_symlinks=False):
-            stack.append(entry.path)
-        elif entry.is_file(follow_symlinks=False):
-            return entry.stat(follow_symlinks=False).st_size
-    except OSError:
-        pass
-    return 0
+    return look_at(os.fspath(path), top).size

@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     public INTEGER NOT NULL DEFAULT 0,
     user_metadata TEXT,
     size_bytes INTEGER,
+    files_fp TEXT,
+    files_seen_us INTEGER,
     PRIMARY KEY (run_id, checkpoint_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
@@ -31,7 +33,13 @@ CREATE TABLE IF NOT EXISTS runs (
     last_change_us INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
-_COLUMNS = "run_id, checkpoint_id, created_us, expires_us, public, user_metadata, size_bytes"
+_COLUMNS = (
+    "run_id, checkpoint_id, created_us, expires_us, public, user_metadata, size_bytes, "
+    "files_fp, files_seen_us"
+)
+_PLACES = ", ".join("?" * len(_COLUMNS.split(",")))
+_ADDED_COLUMNS = (("files_fp", "TEXT"), ("files_seen_us", "INTEGER"))
+"""Columns newer than the first schema, added to an older file when it is opened."""
 
 Key = tuple[str, str]
 
@@ -47,6 +55,10 @@ class Row:
     public: bool = False
     user_metadata: dict[str, str] | None = None
     size_bytes: int | None = None
+    files_fp: str | None = None
+    """Fingerprint of the files `size_bytes` measured (see `settle.py`)."""
+    files_seen_us: int | None = None
+    """Since when those exact files have been there."""
 
     def values(self) -> tuple[object, ...]:
         meta = None if self.user_metadata is None else json.dumps(self.user_metadata)
@@ -58,10 +70,15 @@ class Row:
             int(self.public),
             meta,
             self.size_bytes,
+            self.files_fp,
+            self.files_seen_us,
         )
 
 
-def _row(values: tuple[str, str, int, int | None, int, str | None, int | None]) -> Row:
+RowValues = tuple[str, str, int, int | None, int, str | None, int | None, str | None, int | None]
+
+
+def _row(values: RowValues) -> Row:
     meta = values[5]
     return Row(
         values[0],
@@ -71,6 +88,8 @@ def _row(values: tuple[str, str, int, int | None, int, str | None, int | None]) 
         bool(values[4]),
         None if meta is None else json.loads(meta),
         values[6],
+        values[7],
+        values[8],
     )
 
 
@@ -80,6 +99,11 @@ class MetaDB:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         conn.executescript(_SCHEMA)
+        present = {info[1] for info in conn.execute("PRAGMA table_info(checkpoints)")}
+        with conn:
+            for name, kind in _ADDED_COLUMNS:
+                if name not in present:
+                    conn.execute(f"ALTER TABLE checkpoints ADD COLUMN {name} {kind}")
 
     @classmethod
     def open_writable(cls, path: Path) -> MetaDB:
@@ -142,7 +166,7 @@ class MetaDB:
         """One transaction: write rows, drop rows, record run changes, forget runs."""
         with self._conn:
             self._conn.executemany(
-                f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}) VALUES ({_PLACES})",
                 (row.values() for row in upsert),
             )
             self._conn.executemany(

@@ -9,15 +9,27 @@ folder is dropped. Sizes of known checkpoints come from their rows
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt_tui.names import UnsafeNameError, check_name, check_run_id
-from ckpt_tui.store.discover import FoundRun
+from ckpt_tui.store.discover import FoundCheckpoint, FoundRun
+from ckpt_tui.store.discover.files import list_dir
+from ckpt_tui.store.discover.runs import mark_flags
+from ckpt_tui.store.discover.weights import folder_weights
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
-from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, measure_size, run_signature
+from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row
 from ckpt_tui.store.runinfo import read_run_info
+from ckpt_tui.store.settle import (
+    FilesLook,
+    Settling,
+    first_seen_us,
+    incomplete_facts,
+    look_at,
+    unsettled_reason,
+    with_look,
+)
 from ckpt_tui.store.times import ns_to_us
 
 
@@ -29,6 +41,12 @@ class RunScan:
     entries: list[CheckpointEntry] = field(default_factory=list)
     new_rows: list[Row] = field(default_factory=list)
     stale_keys: list[Key] = field(default_factory=list)
+
+    def add(self, row: Row, entry: CheckpointEntry, changed: bool) -> None:
+        """One checkpoint found, and its row if it must be written."""
+        self.entries.append(entry)
+        if changed:
+            self.new_rows.append(row)
 
 
 def _safe(name: str, is_run: bool) -> bool:
@@ -62,7 +80,7 @@ def list_checkpoint_folders(run_dir: Path) -> dict[str, str]:
 
 
 def scan_run(
-    layout: Layout, run_id: str, rows: list[Row], last_change_us: int = 0
+    layout: Layout, run_id: str, rows: list[Row], settling: Settling, last_change_us: int = 0
 ) -> RunScan | None:
     """Read one run folder; None if it is gone (or no longer a real folder)."""
     run_dir = layout.run_dir(run_id)
@@ -77,44 +95,77 @@ def scan_run(
         if path is None:
             result.stale_keys.append((run_id, row.checkpoint_id))
         else:
-            result.entries.append(CheckpointEntry(row, path))
+            result.add(*_tinker_checkpoint(row, path, settling))
     for checkpoint_id, path in folders.items():
-        row = new_row(run_id, checkpoint_id, path)
-        result.new_rows.append(row)
-        result.entries.append(CheckpointEntry(row, path))
+        result.add(*_tinker_checkpoint(new_row(run_id, checkpoint_id, path), path, settling))
     return result
 
 
 def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
-    """The row of a folder found without one: created = its mtime, size measured."""
+    """The row of a folder found without one: created = its mtime, nothing measured yet."""
+    top = mtime_ns(path)
+    return Row(run_id, checkpoint_id, 0 if top is None else ns_to_us(top))
+
+
+def _tinker_checkpoint(
+    row: Row, path: str, settling: Settling
+) -> tuple[Row, CheckpointEntry, bool]:
+    """(the row measuring the folder's files as they are now, the entry, whether it changed)."""
+    look = look_at(path)
+    known_whole = row.files_fp == look.fingerprint and row.files_seen_us is not None
+    problem = None if known_whole else _still_written(path, look)
+    if problem is None:
+        seen_us = first_seen_us(look, row, settling)
+        reason = unsettled_reason(seen_us, settling)
+        measured = with_look(row, look, seen_us)
+    else:
+        reason, measured = problem, with_look(row, look, None)
+    entry = CheckpointEntry(measured, path, incomplete_facts(reason))
+    return measured, entry, measured is not row
+
+
+def _still_written(path: str, look: FilesLook) -> str | None:
+    """A sign in a tinker-layout folder that its save is not done: a temporary name, or a
+    safetensors file (or shard named by an index) that is shorter than its header says."""
+    if look.temp_name is not None:
+        return f"{look.temp_name} is still being written (temporary name)"
     try:
-        top = os.lstat(path)
-    except OSError:
-        return Row(run_id, checkpoint_id, 0, size_bytes=0)
-    return Row(run_id, checkpoint_id, ns_to_us(top.st_mtime_ns), size_bytes=measure_size(path, top))
+        listing = list_dir(path)
+    except OSError as exc:
+        return f"the folder cannot be read: {exc.strerror or exc}"
+    return folder_weights(path, listing).truncated
 
 
-def scan_found(found: FoundRun, rows: list[Row], last_change_us: int = 0) -> RunScan:
+def scan_found(
+    found: FoundRun, rows: list[Row], settling: Settling, last_change_us: int = 0
+) -> RunScan:
     """A discovered run reconciled with its rows; sizes are re-measured at every discovery."""
     run = RunEntry(
         found.run_id, Path(found.path), found.info, found.signature, last_change_us,
         rel=found.rel, watch=found.watch,
     )  # fmt: skip
     result = RunScan(run)
-    by_id = {checkpoint_id: (c, facts) for checkpoint_id, c, facts in found.checkpoints}
-    for row in rows:
-        item = by_id.pop(row.checkpoint_id, None)
-        if item is None:
-            result.stale_keys.append((found.run_id, row.checkpoint_id))
-            continue
-        checkpoint, facts = item
-        if row.size_bytes != checkpoint.size:
-            row = replace(row, size_bytes=checkpoint.size)
-            result.new_rows.append(row)
-        result.entries.append(CheckpointEntry(row, checkpoint.location, facts))
-    for checkpoint_id, (checkpoint, facts) in by_id.items():
-        created = ns_to_us(checkpoint.mtime_ns)
-        row = Row(found.run_id, checkpoint_id, created, size_bytes=checkpoint.size)
-        result.new_rows.append(row)
-        result.entries.append(CheckpointEntry(row, checkpoint.location, facts))
+    by_id = {row.checkpoint_id: row for row in rows}
+    measured: list[tuple[FoundCheckpoint, Row, bool]] = []
+    for checkpoint_id, checkpoint, _ in found.checkpoints:
+        old = by_id.pop(checkpoint_id, None)
+        row = old or Row(found.run_id, checkpoint_id, ns_to_us(checkpoint.mtime_ns))
+        new = _settle_found(checkpoint, row, old, settling)
+        measured.append((checkpoint, new, new is not old))
+    result.stale_keys.extend((found.run_id, checkpoint_id) for checkpoint_id in by_id)
+    facts = mark_flags([checkpoint for checkpoint, _, _ in measured])  # after settling
+    for checkpoint, row, changed in measured:
+        result.add(row, CheckpointEntry(row, checkpoint.location, facts[checkpoint.name]), changed)
     return result
+
+
+def _settle_found(
+    checkpoint: FoundCheckpoint, row: Row, old: Row | None, settling: Settling
+) -> Row:
+    """`row` measuring the checkpoint's files; an unsettled one is marked incomplete."""
+    look = checkpoint.look
+    if checkpoint.incomplete is not None:
+        return with_look(row, look, None)
+    seen_us = first_seen_us(look, old, settling)
+    checkpoint.incomplete = unsettled_reason(seen_us, settling)
+    return with_look(row, look, seen_us)

@@ -29,12 +29,12 @@ from ckpt_tui.store.layout import (
     checked_checkpoint_id,
     checked_file_parts,
     checked_run_id,
-    measure_size,
     run_signature,
 )
 from ckpt_tui.store.meta import MetaDB, Row
 from ckpt_tui.store.opening import open_meta, prepare_root
 from ckpt_tui.store.runinfo import RunInfo, checked_extra, checked_metadata, write_run_info
+from ckpt_tui.store.settle import SETTLE_SECONDS, SETTLED_BY_STORE, look_at, with_look
 from ckpt_tui.store.times import to_us
 
 MIN_TTL_SECONDS = 3600
@@ -56,17 +56,20 @@ class Store(StoreCore):
         *,
         create: bool = True,
         readonly: bool | None = None,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> Store:
         """Open (creating when asked) a store: scan, reconcile, finish interrupted deletes, sweep.
 
         `readonly=None` detects whether the folder can be written; True forces browsing only
         (nothing on disk is changed, not even the metadata file); False insists on writing.
+        A checkpoint is complete once its files have stayed the same for `settle_seconds`.
         """
         root = Path(root)
         readonly = prepare_root(root, create, readonly)
         layout = Layout(root)
         meta: MetaDB = open_meta(layout, readonly)
         store = cls(layout, clock, meta, readonly)
+        store.settle_seconds = settle_seconds
         try:
             store._scan_all()
             store.sweep_expired()
@@ -238,7 +241,8 @@ class Store(StoreCore):
         dest = self._layout.checkpoint_dir(run_id, checkpoint_id)
         if (run_id, checkpoint_id) in self._index.expired or os.path.lexists(dest):
             raise ConflictError(f"checkpoint {checkpoint_id!r} already exists in run {run_id!r}")
-        row.size_bytes = self._write_files(dest, parts)
+        self._write_files(dest, parts)
+        row = with_look(row, look_at(str(dest)), SETTLED_BY_STORE)
         entry = CheckpointEntry(row, str(dest))
         now_us = self._now_us()
         self._meta.apply(upsert=[row], touch={run_id: now_us})
@@ -247,8 +251,8 @@ class Store(StoreCore):
         run.signature = run_signature(run.path)
         return entry.checkpoint()
 
-    def _write_files(self, dest: Path, parts: list[tuple[list[str], bytes]]) -> int:
-        """Stage the files in the trash, rename the folder to `dest`; return the size."""
+    def _write_files(self, dest: Path, parts: list[tuple[list[str], bytes]]) -> None:
+        """Stage the files in the trash, rename the folder to `dest`."""
         self._layout.ensure_inside(dest.parent)
         dest.parent.mkdir(exist_ok=True)
         self._layout.ensure_inside(dest)
@@ -258,12 +262,10 @@ class Store(StoreCore):
                 target = stage.joinpath(*names)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            size = measure_size(stage)
             os.rename(stage, dest)
         except OSError as exc:
             trash.purge(stage)
             raise StoreError(f"cannot write checkpoint {dest.name}: {exc}") from exc
-        return size
 
     @locked
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
@@ -283,6 +285,8 @@ class Store(StoreCore):
         """ConflictError when already in that state."""
         self._require_writable()
         entry = self._entry(run_id, checkpoint_id)
+        if public:
+            self._refuse_incomplete(entry, "publishing")
         if entry.row.public == public:
             state = "public" if public else "private"
             raise ConflictError(f"checkpoint {entry.tinker_path} is already {state}")
@@ -303,24 +307,31 @@ class Store(StoreCore):
             )
         self._require_writable()
         entry = self._entry(run_id, checkpoint_id)
-        if entry.incomplete and ttl_seconds is not None:
-            reason = (entry.facts or {}).get("incomplete_reason", "still being written")
-            raise ConflictError(
-                f"checkpoint {entry.tinker_path} is incomplete ({reason}); a TTL never deletes "
-                "an incomplete checkpoint: wait until it is complete, or delete it yourself"
-            )
+        if ttl_seconds is not None:
+            self._refuse_incomplete(entry, "a TTL")
         expires_us = None if ttl_seconds is None else self._now_us() + ttl_seconds * 1_000_000
         self._commit_row(entry, replace(entry.row, expires_us=expires_us))
         return entry.checkpoint()
 
+    def _refuse_incomplete(self, entry: CheckpointEntry, what: str) -> None:
+        if entry.incomplete:
+            reason = (entry.facts or {}).get("incomplete_reason", "still being written")
+            raise ConflictError(
+                f"checkpoint {entry.tinker_path} is incomplete ({reason}); {what} is refused "
+                "while a save may still be writing it: wait until it is complete (its files "
+                "stay the same), or delete it yourself"
+            )
+
     @locked
     def refresh_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:
-        """Re-measure a checkpoint's size (after its files were written or changed outside)."""
+        """Re-measure a checkpoint whose files the caller has finished writing: complete now."""
         self._require_writable()
         entry = self._entry(run_id, checkpoint_id)
-        size = measure_size(entry.path)
-        if size != entry.row.size_bytes:
-            self._commit_row(entry, replace(entry.row, size_bytes=size), touch=False)
+        row = with_look(entry.row, look_at(entry.location), SETTLED_BY_STORE)
+        if row is not entry.row or entry.incomplete:
+            if not self._index.runs[entry.row.run_id].discovered:
+                entry.facts = None  # discovered facts are read again on the next rescan
+            self._commit_row(entry, row, touch=False)
         return entry.checkpoint()
 
     @locked
@@ -332,6 +343,10 @@ class Store(StoreCore):
         """
         if self.readonly:
             return []
+        self._notice_changes(force=True)  # saves that settled since the last look
+        self._index.hide_expired(self._now_us())
+        for run_id in sorted({entry.row.run_id for entry in self._index.expired.values()}):
+            self._rescan_run(run_id)  # a checkpoint whose files changed again is not deleted
         self._index.hide_expired(self._now_us())
         removed: list[str] = []
         for entry in sorted(self._index.expired.values(), key=lambda e: e.tinker_path):

@@ -95,7 +95,7 @@ def checkpoint_cells(
         "step": Cell("" if row.step is None else str(row.step)),
         "epoch": Cell("" if row.epoch is None else str(row.epoch)),
         "metric": Cell(metric_text(row, metric)),
-        "size": Cell("-" if row.is_missing else format_size(row.size)),
+        "size": Cell("-" if row.is_missing else format_size(row.size, short=True)),
         "created": Cell(format_created(row.created, now)),
         "expires": expiry_cell(row.expires_at, now, row.is_missing),
         "public": Cell("yes" if row.public else "", "success" if row.public else None),

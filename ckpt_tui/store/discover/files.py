@@ -11,11 +11,10 @@ import os
 import stat
 from typing import Any, BinaryIO
 
+from ckpt_tui.store.settle import TEMP_SUFFIXES
+
 MAX_SMALL_FILE = 64 * 1024 * 1024
 """The most discovery reads of any one file (a pickle, a trainer_state.json, an index)."""
-
-TEMP_SUFFIXES = (".tmp", ".partial", ".part", ".incomplete")
-"""Names that say a file or folder is still being written (renamed when done)."""
 
 DIR, FILE = "dir", "file"
 

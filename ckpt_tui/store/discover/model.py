@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 from ckpt_tui.store.runinfo import RunInfo
+from ckpt_tui.store.settle import FilesLook
 
 RESERVED_FACTS = frozenset(
     {"format", "incomplete", "incomplete_reason", "best", "resume_point", "has_optimizer"}
@@ -51,6 +52,8 @@ class FoundCheckpoint:
     location: str = ""
     size: int = 0
     mtime_ns: int = 0
+    look: FilesLook = field(default_factory=lambda: FilesLook(0, "", 0))
+    """Its files as discovery saw them (size, fingerprint; see `ckpt_tui.store.settle`)."""
 
     def all_facts(self) -> dict[str, str]:
         """The strings that go into the checkpoint's user_metadata."""

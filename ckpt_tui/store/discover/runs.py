@@ -17,6 +17,10 @@ from ckpt_tui.store.runinfo import RunInfo
 from ckpt_tui.store.times import ns_to_us
 
 ROOT_RUN_ID = "_root_"
+WEIGHTS_ONLY_FORMATS = frozenset({"pretrained", "peft", "safetensors"})
+"""Formats that hold model weights alone: sampler weights. Every other format is a training
+loop's save, listed as training state (`weights/`) whether or not its optimizer state has
+arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands."""
 MAX_ID_BYTES = 200
 
 
@@ -93,7 +97,7 @@ def build_run(
     facts = mark_flags(checkpoints)
     items = []
     for found in sorted(checkpoints, key=lambda c: c.name):
-        segment = "weights" if found.training else "sampler_weights"
+        segment = "sampler_weights" if found.format in WEIGHTS_ONLY_FORMATS else "weights"
         items.append((f"{segment}/{checkpoint_name(found.name)}", found, facts[found.name]))
     watch = (path, *(c.location for c in checkpoints), *extra_watch)
     signature = tuple(_mtime(p) for p in watch)

@@ -18,7 +18,8 @@ from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loos
 from ckpt_tui.store.discover.files import DIR, FILE, list_dir, lstat_or_none
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import build_run, run_id_for
-from ckpt_tui.store.layout import META_DIR, RUNS_DIR, measure_size
+from ckpt_tui.store.layout import META_DIR, RUNS_DIR
+from ckpt_tui.store.settle import FilesLook, look_at
 
 MAX_DEPTH = 6
 SKIP_AT_ROOT = frozenset({RUNS_DIR, META_DIR})
@@ -125,5 +126,6 @@ def _located(found: FoundCheckpoint, path: str) -> FoundCheckpoint:
     found.location = path
     st = lstat_or_none(path)
     found.mtime_ns = st.st_mtime_ns if st else 0
-    found.size = measure_size(path, st) if st else 0
+    found.look = look_at(path, st) if st else FilesLook(0, "", 0)
+    found.size = found.look.size
     return found

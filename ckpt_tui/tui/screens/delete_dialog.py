@@ -94,7 +94,7 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
     table.add_column("Created", no_wrap=True)
     table.add_column("Flags", no_wrap=True)
     for row in rows[:limit]:
-        size = "-" if row.is_missing else format_size(row.size)
+        size = "-" if row.is_missing else format_size(row.size, short=True)
         flags = " ".join(word for word in row.flags() if word in FLAG_WORDS)
         created = Text(format_created(row.created, now))
         cells = (row.name, row.run_name, row.kind, size)

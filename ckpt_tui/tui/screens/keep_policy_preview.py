@@ -116,7 +116,7 @@ def decision_line(decision: Decision, layout: Layout, metric: str | None) -> Tex
         fit_text(row.kind, Layout.KIND, "left"),
         fit_text("" if row.step is None else str(row.step), Layout.STEP, "right"),
         fit_text(metric_cell(decision, metric), Layout.METRIC, "right"),
-        fit_text(format_size(row.size), Layout.SIZE, "right"),
+        fit_text(format_size(row.size, short=True), Layout.SIZE, "right"),
         "",
     ]
     line = Text(" ".join(cells))

@@ -22,6 +22,8 @@ CURVE_WIDTH = 60
 def size_line(row: CheckpointRow) -> str:
     if row.is_missing:
         return "not stored (deleted or expired on the server)"
+    if row.size.kind == "partial":
+        return format_size(row.size)
     basis = {"exact": "exact, as the server reports it", "estimate": "estimate"}.get(
         row.size.kind, "unknown"
     )
