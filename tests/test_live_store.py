@@ -137,9 +137,8 @@ def prune_plan(url: str, logs: Path, capsys: pytest.CaptureFixture[str], *args: 
 
 
 def decisions(document: Any) -> dict[str, tuple[bool, list[str]]]:
-    return {
-        d["tinker_path"]: (d["keep"], d["reasons"]) for r in document["runs"] for d in r["decisions"]
-    }
+    found = [d for run in document["runs"] for d in run["decisions"]]
+    return {d["tinker_path"]: (d["keep"], d["reasons"]) for d in found}
 
 
 def test_prune_never_plans_to_delete_a_save_in_progress(
