@@ -22,6 +22,8 @@ Progress = Callable[[int, int], None]
 PARTIAL_EVERY = 0.25
 """Seconds between partial snapshots while pages arrive (each one re-joins every row)."""
 WEIGHTS_INFO_CONCURRENCY = 8
+UNREADABLE = "unreadable"
+"""The user_metadata key in which `ckpt-tui serve` says why a checkpoint cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,21 @@ class Snapshot:
     @property
     def problems(self) -> list[str]:
         found = [f"{problem.path}: {problem.message}" for problem in self.discovery.problems]
-        return found + self.catalog.problems
+        return found + self.catalog.problems + backend_problems(self.runs, self.checkpoints)
+
+
+def backend_problems(runs: Sequence[TrainingRun], checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """What the backend could not read: a run's run.json, a checkpoint's files (`unreadable`)."""
+    found = [
+        f"training run {run.training_run_id}: run.json is missing or unreadable"
+        for run in runs
+        if run.corrupted
+    ]
+    for ckpt in checkpoints:
+        reason = (ckpt.user_metadata or {}).get(UNREADABLE)
+        if reason:
+            found.append(f"{ckpt.tinker_path}: {reason}")
+    return found
 
 
 async def fetch_weights_info(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ckpt_tui.api_types import format_time, parse_time
+from ckpt_tui.store.discover.files import read_json
 from ckpt_tui.store.errors import InvalidRequestError
 from ckpt_tui.store.layout import RUN_JSON
 from ckpt_tui.store.times import from_us, to_us
@@ -71,19 +72,20 @@ def checked_extra(extra: dict[str, Any]) -> dict[str, Any]:
 def read_run_info(run_dir: Path, fallback_created_us: int) -> RunInfo:
     """Parse run.json; a missing or broken file gives a `corrupted` run (still listed)."""
     try:
-        data = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
-        return _from_json(data)
+        return _from_json(read_json(os.fspath(run_dir / RUN_JSON)))
     except (OSError, ValueError, KeyError, TypeError, InvalidRequestError):
         return RunInfo(base_model="", is_lora=False, created_us=fallback_created_us, corrupted=True)
 
 
 def _from_json(data: dict[str, Any]) -> RunInfo:
     rank = data.get("lora_rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+        raise TypeError(f"lora_rank must be an integer, got {rank!r}")
     return RunInfo(
         base_model=str(data["base_model"]),
         is_lora=bool(data.get("is_lora", False)),
         created_us=to_us(parse_time(str(data["created"]))),
-        lora_rank=None if rank is None else int(rank),
+        lora_rank=rank,
         model_owner=str(data.get("model_owner") or "local"),
         user_metadata=checked_metadata(data.get("user_metadata")),
         extra={k: v for k, v in data.items() if k not in STANDARD_KEYS},

@@ -22,6 +22,7 @@ import stat
 import uuid
 from pathlib import Path
 
+from ckpt_tui.store.discover.files import read_json
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.layout import (
     Layout,
@@ -95,7 +96,7 @@ def _finish_move(layout: Layout, slot: Path) -> None:
     if not slot.is_dir() or slot.is_symlink() or os.path.lexists(slot / FILES):
         return
     try:
-        origin = json.loads((slot / ORIGIN).read_text(encoding="utf-8"))
+        origin = read_json(os.fspath(slot / ORIGIN))
         run_id = checked_run_id(str(origin["run_id"]))
         checkpoint_id = str(origin["checkpoint_id"])
         checked_checkpoint_id(checkpoint_id)

@@ -6,11 +6,11 @@ named `model.pt` is refused, not opened for a blocking read) or reads more than 
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Any, BinaryIO
 
+from ckpt_tui.store.discover.bounded_json import MAX_JSON_BYTES, parse_json_object
 from ckpt_tui.store.settle import TEMP_SUFFIXES
 
 MAX_SMALL_FILE = 64 * 1024 * 1024
@@ -45,9 +45,9 @@ def read_capped(path: str, cap: int = MAX_SMALL_FILE) -> bytes:
         return handle.read(cap + 1)[:cap]
 
 
-def read_json(path: str) -> Any:
-    """A small JSON file's contents; OSError or ValueError if it cannot be read."""
-    return json.loads(read_capped(path).decode("utf-8"))
+def read_json(path: str) -> dict[str, Any]:
+    """A JSON object from a file, bounded (`bounded_json`); OSError or ValueError otherwise."""
+    return parse_json_object(read_capped(path, MAX_JSON_BYTES), os.path.basename(path))
 
 
 def list_dir(path: str) -> dict[str, str]:

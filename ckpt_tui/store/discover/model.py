@@ -34,7 +34,7 @@ class WeightFacts:
         if self.bytes_by_dtype:
             facts["bytes_per_dtype"] = json.dumps(self.bytes_by_dtype, separators=(",", ":"))
         if self.problem:
-            facts["unreadable"] = self.problem
+            facts.setdefault("unreadable", self.problem)
 
 
 @dataclass

@@ -9,11 +9,13 @@ decoded (`pickle_scan`), never loaded.
 
 from __future__ import annotations
 
+import lzma
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ckpt_tui.store.discover.files import MAX_SMALL_FILE, open_regular
+from ckpt_tui.store.discover.files import open_regular
 from ckpt_tui.store.discover.pickle_scan import PickleSummary, StorageRef, TensorRef, scan_pickle
 
 OPTIMIZER_KEYS = frozenset(
@@ -22,8 +24,15 @@ OPTIMIZER_KEYS = frozenset(
 MODEL_KEYS = ("state_dict", "model_state_dict", "model", "module", "model_state")
 STEP_KEYS = ("global_step", "step", "iteration", "iter")
 MAX_SCALARS = 20
+MAX_PICKLE_BYTES = 16 * 1024 * 1024
+"""The most of a data.pkl read (decompressed); a real one holds structure, not tensors."""
 ZIP_MAGIC = b"PK\x03\x04"
 PICKLE_PROTO = 0x80
+ZIP_READ_ERRORS = (
+    zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError,
+    zlib.error, lzma.LZMAError,
+)  # fmt: skip
+"""What a damaged member raises: bad headers, CRC, encryption, unknown or broken compression."""
 
 
 @dataclass
@@ -66,18 +75,26 @@ def _read_zip(handle: BinaryIO) -> TorchFacts:
         if pickle_name is None:
             return TorchFacts(problem="a zip file, but not a torch checkpoint (no data.pkl)")
         facts = TorchFacts(is_torch=True)
-        info = archive.getinfo(pickle_name)
-        if info.file_size > MAX_SMALL_FILE:
-            facts.problem = f"data.pkl is {info.file_size} bytes; not inspected"
-            return facts
         try:
-            data = archive.read(pickle_name)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            data = _read_pickle(archive, pickle_name)
+        except ZIP_READ_ERRORS as exc:
             facts.truncated = f"data.pkl cannot be read ({exc})"
+            return facts
+        if data is None:
+            facts.problem = f"data.pkl is over {MAX_PICKLE_BYTES:,} bytes; not inspected"
             return facts
         sizes = _storage_sizes(archive, pickle_name.rsplit("/", 1)[0])
     _fill(facts, scan_pickle(data), sizes)
     return facts
+
+
+def _read_pickle(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    """data.pkl decompressed, or None past `MAX_PICKLE_BYTES` (whatever its header claims)."""
+    if archive.getinfo(name).file_size > MAX_PICKLE_BYTES:
+        return None
+    with archive.open(name) as member:
+        data = member.read(MAX_PICKLE_BYTES + 1)
+    return None if len(data) > MAX_PICKLE_BYTES else data
 
 
 def _data_pkl(names: list[str]) -> str | None:
@@ -124,7 +141,8 @@ def _fill(facts: TorchFacts, summary: PickleSummary, sizes: dict[str, int]) -> N
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An int that prints quickly (a pickle can hold one of millions of digits)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64
 
 
 def _scalars(top: dict[object, object]) -> dict[str, str]:

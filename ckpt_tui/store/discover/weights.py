@@ -38,8 +38,10 @@ def safetensors_facts(path: str, into: WeightFacts) -> None:
 def _index_shards(folder: str, index_name: str, into: WeightFacts) -> list[str]:
     try:
         weight_map = read_json(os.path.join(folder, index_name)).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ValueError("no weight_map object")
         shards = sorted({str(v) for v in weight_map.values()})
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         into.problem = f"{index_name} cannot be read: {exc}"
         return []
     return [s for s in shards if "/" not in s and "\\" not in s and ".." not in s]
@@ -86,7 +88,7 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
     """base_model, lora_rank, lora_alpha from adapter_config.json, else config.json."""
     facts: dict[str, str] = {}
     if listing.get("adapter_config.json") == FILE:
-        adapter = _json_object(os.path.join(folder, "adapter_config.json"))
+        adapter = _json_object(folder, "adapter_config.json", facts)
         base = adapter.get("base_model_name_or_path")
         if isinstance(base, str) and base:
             facts["base_model"] = base
@@ -98,7 +100,7 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
         if isinstance(peft_type, str):
             facts["peft_type"] = peft_type
     if "base_model" not in facts and listing.get("config.json") == FILE:
-        config = _json_object(os.path.join(folder, "config.json"))
+        config = _json_object(folder, "config.json", facts)
         name = config.get("_name_or_path")
         if isinstance(name, str) and name:
             facts["base_model"] = name
@@ -108,9 +110,10 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
     return facts
 
 
-def _json_object(path: str) -> dict[str, object]:
+def _json_object(folder: str, name: str, facts: dict[str, str]) -> dict[str, object]:
+    """The file's object; {} and an `unreadable` fact when it cannot be read."""
     try:
-        value = read_json(path)
-    except (OSError, ValueError):
+        return read_json(os.path.join(folder, name))
+    except (OSError, ValueError) as exc:
+        facts.setdefault("unreadable", f"{name} cannot be read: {exc}")
         return {}
-    return value if isinstance(value, dict) else {}
