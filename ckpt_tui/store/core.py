@@ -238,20 +238,20 @@ class StoreCore:
         try:
             trash.move(self._layout, entry.path, slot)
         except FileNotFoundError:
-            trash.purge(slot)
+            trash.purge(self._layout, slot)
             self._rescan_run(run_id)
             raise NotFoundError(
                 f"checkpoint {checkpoint_id!r} not found in run {run_id!r}"
             ) from None
         except (OSError, StoreError) as exc:
-            trash.purge(slot)
+            trash.purge(self._layout, slot)
             if isinstance(exc, StoreError):
                 raise
             raise StoreError(f"cannot delete {entry.tinker_path}: {exc.strerror}") from exc
         self._step("move")
         self._commit_delete(entry, touch)
         self._step("commit")
-        trash.purge(slot)
+        trash.purge(self._layout, slot)
         self._step("purge")
 
     def _commit_delete(self, entry: CheckpointEntry, touch: bool) -> None:

@@ -264,7 +264,7 @@ class Store(StoreCore):
                 target.write_bytes(data)
             os.rename(stage, dest)
         except OSError as exc:
-            trash.purge(stage)
+            trash.purge(self._layout, stage)
             raise StoreError(f"cannot write checkpoint {dest.name}: {exc}") from exc
 
     @locked

@@ -11,20 +11,29 @@ At open, `recover` finishes whatever is in the trash: a slot whose files were no
 its origin moved in first (the delete was asked for, so it is completed), then every slot is
 removed; the scan that follows drops rows whose folder is gone.
 Staged new checkpoints (`trash/<unique>.new`) are removed the same way.
+
+Every path is resolved once: its folders are opened one by one from the store root down
+without following links (`O_NOFOLLOW`), and the rename, the checks and the removal act on those
+descriptors (`dir_fd=`). A folder swapped for a symbolic link half-way through makes the
+delete fail; it never redirects it outside the store.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import shutil
 import stat
 import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ckpt_tui.store.discover.files import read_json
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.layout import (
+    META_DIR,
+    TRASH_DIR,
     Layout,
     checked_checkpoint_id,
     checked_file_parts,
@@ -36,12 +45,17 @@ ORIGIN = "origin.json"
 FILES = "files"
 
 
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+LINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)
+"""What opening a symbolic link (or a file) as a folder with O_NOFOLLOW fails with."""
+
+
 def new_slot(layout: Layout, suffix: str = "") -> Path:
     """A fresh, empty folder in the trash."""
-    layout.trash.mkdir(parents=True, exist_ok=True)
-    slot = layout.trash / f"{uuid.uuid4().hex}{suffix}"
-    slot.mkdir()
-    return slot
+    with opened_dir(layout, [], create=[META_DIR, TRASH_DIR]) as trash:
+        name = f"{uuid.uuid4().hex}{suffix}"
+        os.mkdir(name, dir_fd=trash)
+    return layout.trash / name
 
 
 def prepare(layout: Layout, run_id: str, checkpoint_id: str, location: Path | None = None) -> Path:
@@ -50,33 +64,140 @@ def prepare(layout: Layout, run_id: str, checkpoint_id: str, location: Path | No
     origin: dict[str, str] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
     if location is not None:
         origin["location"] = os.path.relpath(location, layout.root)
-    (slot / ORIGIN).write_text(json.dumps(origin), encoding="utf-8")
+    with opened_dir(layout, parts_inside(layout, slot)) as folder:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(ORIGIN, flags, 0o644, dir_fd=folder), "w") as out:
+            out.write(json.dumps(origin))
     return slot
 
 
 def move(layout: Layout, path: Path, slot: Path) -> None:
     """Step 2: rename the checkpoint's folder (or file) into the slot.
 
-    Refused for a link, for anything outside the store, and for a folder that holds the
-    store's own metadata (the root, or a folder above it).
+    Refused for a link, for anything outside the store, for the root and for the store's own
+    metadata folder. The rename acts on descriptors of both parent folders, so a folder on the
+    way swapped for a link meanwhile cannot redirect it.
     """
-    layout.ensure_inside(path)
-    real = path.resolve()
-    if real == layout.real_root or real in layout.meta_dir.resolve().parents:
+    parts = parts_inside(layout, path)
+    if parts[0] == META_DIR:
         raise StoreError(f"refusing to delete {path}: it holds the store itself")
-    os.rename(path, slot / FILES)
+    name = parts[-1]
+    with (
+        opened_dir(layout, parts[:-1]) as parent,
+        opened_dir(layout, parts_inside(layout, slot)) as into,
+    ):
+        if _is_link(name, parent):
+            raise StoreError(f"refusing to touch {path}: it is a symbolic link, not a folder")
+        os.rename(name, FILES, src_dir_fd=parent, dst_dir_fd=into)
+        if _is_link(FILES, into):  # swapped for a link after the check: that link was moved
+            raise StoreError(
+                f"refusing to delete {path}: it was replaced by a symbolic link while being "
+                "deleted; nothing it points to was touched"
+            )
 
 
-def purge(path: Path) -> None:
-    """Step 4: remove `path` and everything under it without following any link."""
+def purge(layout: Layout, path: Path) -> None:
+    """Step 4: remove `path` (in the store) and everything under it, following no link."""
+    parts = parts_inside(layout, path)
     try:
-        mode = os.lstat(path).st_mode
+        with opened_dir(layout, parts[:-1]) as parent:
+            remove_tree(parent, parts[-1])
     except FileNotFoundError:
         return
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path)  # uses lstat / fd-relative calls: links inside are unlinked
-    else:
-        os.unlink(path)
+
+
+def parts_inside(layout: Layout, path: Path) -> list[str]:
+    """The names leading from the store root to `path` (as the store spelt it), or StoreError."""
+    try:
+        parts = list(Path(path).relative_to(layout.root).parts)
+    except ValueError:
+        raise StoreError(
+            f"refusing to touch {path}: it is not inside the store {layout.root}"
+        ) from None
+    if not parts or any(part in ("..", "") for part in parts):
+        raise StoreError(f"refusing to touch {path}: it is the store itself or leaves it")
+    return parts
+
+
+@contextmanager
+def opened_dir(layout: Layout, parts: Sequence[str], create: Sequence[str] = ()) -> Iterator[int]:
+    """A descriptor of the folder `parts` below the root, opened one name at a time from the
+    root down without following links (StoreError if one is a link); then the `create`
+    folders, each made if missing and opened the same way."""
+    fd = os.open(layout.real_root, DIR_FLAGS)
+    try:
+        for index, part in enumerate((*parts, *create)):
+            if index >= len(parts):
+                with suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            child = _open_child(fd, part, layout.root.joinpath(*parts[:index]))
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_child(fd: int, name: str, where: Path) -> int:
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in LINK_ERRORS:
+            raise
+    raise StoreError(
+        f"refusing to touch {where / name}: it is a symbolic link or not a folder; "
+        "replace the link with a real folder"
+    )
+
+
+def _is_link(name: str, folder: int) -> bool:
+    return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+
+
+def _open_subdir(parent: int, name: str) -> int | None:
+    """`name` in `parent` opened as a folder; None if it is a file or a link (never followed)."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in LINK_ERRORS:
+            return None
+        raise
+
+
+def remove_tree(parent: int, name: str) -> None:
+    """Remove `name` in folder `parent` and everything under it; links are unlinked as links.
+
+    An explicit stack of open folders (no recursion): each one is reached from its parent's
+    descriptor, so nothing is resolved by path twice.
+    """
+    fd = _open_subdir(parent, name)
+    if fd is None:
+        os.unlink(name, dir_fd=parent)
+        return
+    frames = [(parent, name, fd, iter(_names(fd)))]
+    try:
+        while frames:
+            above, folder_name, folder, children = frames[-1]
+            child = next(children, None)
+            if child is None:
+                frames.pop()
+                os.close(folder)
+                os.rmdir(folder_name, dir_fd=above)
+                continue
+            sub = _open_subdir(folder, child)
+            if sub is None:
+                with suppress(FileNotFoundError):
+                    os.unlink(child, dir_fd=folder)
+            else:
+                frames.append((folder, child, sub, iter(_names(sub))))
+    finally:
+        for frame in frames:
+            os.close(frame[2])
+
+
+def _names(folder: int) -> list[str]:
+    with os.scandir(folder) as entries:
+        return [entry.name for entry in entries]
 
 
 def recover(layout: Layout) -> list[Path]:
@@ -87,7 +208,7 @@ def recover(layout: Layout) -> list[Path]:
         return []
     for slot in slots:
         _finish_move(layout, slot)
-        purge(slot)
+        purge(layout, slot)
     return slots
 
 
