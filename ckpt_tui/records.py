@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ckpt_tui.api_types import TinkerPath
+from ckpt_tui.bounded_json import MAX_JSON_DEPTH, json_depth
 
 CHECKPOINTS_FILE_NAME = "checkpoints.jsonl"
 KNOWN_KEYS: frozenset[str] = frozenset(
@@ -169,14 +170,24 @@ def parse_jsonl_bytes(data: bytes) -> tuple[list[JsonLine], list[SkippedLine]]:
             skipped.append(SkippedLine(line_no, f"not valid UTF-8 (byte {exc.start})"))
             continue
         try:
-            parsed.append(JsonLine(line_no, json.loads(text)))
+            parsed.append(JsonLine(line_no, _bounded_loads(raw, text)))
         except (ValueError, RecursionError) as exc:
             skipped.append(SkippedLine(line_no, _json_reason(exc, is_unterminated)))
     return parsed, skipped
 
 
+def _bounded_loads(raw: bytes, text: str) -> Any:
+    """A line's value; deeper than MAX_JSON_DEPTH is refused before parsing (a deep value
+    parses, then breaks whatever prints or walks it)."""
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise RecursionError
+    return json.loads(text)
+
+
 def _json_reason(exc: Exception, is_unterminated: bool) -> str:
-    detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    detail = (
+        f"nested more than {MAX_JSON_DEPTH} deep" if isinstance(exc, RecursionError) else str(exc)
+    )
     if is_unterminated:
         return f"truncated last line (no newline; still being written?): {detail}"
     return f"bad JSON: {detail}"

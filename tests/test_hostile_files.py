@@ -11,12 +11,17 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from ckpt_tui.bounded_json import MAX_JSON_DEPTH
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.store import Store
-from ckpt_tui.store.discover.bounded_json import MAX_JSON_DEPTH
+from ckpt_tui.store import Store, core
+from ckpt_tui.store.discover import Discovery, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
 from ckpt_tui.store.discover.torch_zip import MAX_PICKLE_BYTES, read_torch_file
 from tests import layouts as L
@@ -132,6 +137,20 @@ def test_huge_numbers_in_a_pickle_do_not_stall_the_facts(tmp_path: Path) -> None
     assert facts.step is None and facts.scalars == {}
 
 
+def test_a_safetensors_shape_too_large_for_a_float_is_a_problem(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    """8 dims of 10**60 elements used to raise OverflowError out of the header check."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [10**60] * 8, "data_offsets": [0, 4]}})
+    raw = header.encode()
+    L.write(
+        tmp_path / "store/exp/huge.safetensors", len(raw).to_bytes(8, "little") + raw + bytes(4)
+    )
+    with Store.open(tmp_path / "store", clock) as store:
+        (checkpoint,) = store.list_checkpoints()[0]
+    assert "is too large" in (checkpoint.user_metadata or {})["unreadable"]
+
+
 # --- JSON files -----------------------------------------------------------------------------
 DEEP_JSON = "[" * 100_000
 
@@ -187,3 +206,36 @@ def test_ls_json_lists_the_problems(tmp_path: Path, clock: FixedClock) -> None:
     for run_id in ("deep", "list", "huge-rank"):
         assert f"training run {run_id}: run.json is missing or unreadable" in text
     assert "tinker://peft/sampler_weights/a1: adapter_config.json cannot be read" in text
+
+
+# --- reading files without the store lock ------------------------------------------------------
+def test_reading_discovered_files_holds_up_no_other_call(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the walk reads a slow folder (held here until released), a delete and a list of
+    other runs go through; the walk's result still arrives."""
+    root = tmp_path / "store"
+    with Store.open(root, clock) as store:
+        store.create_run("r", "base")
+        store.add_checkpoint("r", "weights/0001", {"f.bin": b"x"})
+        L.full_torch_checkpoint(root / "exp" / "model.pt")  # a new folder: the walk runs again
+        reading, release = threading.Event(), threading.Event()
+        walk_outcome: list[bool] = []
+
+        def held_walk(*args: Any, **kwargs: Any) -> Discovery:
+            reading.set()
+            walk_outcome.append(release.wait(timeout=120))
+            return discover(*args, **kwargs)
+
+        monkeypatch.setattr(core, "discover", held_walk)
+        walker = threading.Thread(target=store.rescan)
+        walker.start()
+        assert reading.wait(timeout=120)
+        store.delete_checkpoint("r", "weights/0001")
+        listed = {run.training_run_id for run in store.list_runs()[0]}
+        answered_while_walking = not walk_outcome
+        release.set()
+        walker.join()
+        after = {run.training_run_id for run in store.list_runs()[0]}
+    assert answered_while_walking and walk_outcome[0]
+    assert listed == {"r"} and after == {"r", "exp"}

@@ -9,7 +9,6 @@ without gaps or overlaps, and the data region ends exactly at the end of the fil
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
@@ -18,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ckpt_tui.bounded_json import BadJsonError, parse_json
+
 MAX_HEADER_BYTES = 100_000_000
+MAX_DIMS = 32
+MAX_ELEMENT_BITS = 64
+"""A tensor of 2**64 elements or more cannot be in any file (and would overflow the checks)."""
 INDEX_FILE_NAME = "model.safetensors.index.json"
 SINGLE_FILE_NAME = "model.safetensors"
 
@@ -119,9 +123,9 @@ def read_header_from(stream: BinaryIO, file_size: int, name: Path | str) -> Safe
 
 def _decode_header(raw: bytes, name: Path | str) -> dict[str, Any]:
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SafetensorsHeaderError(name, f"header is not valid JSON: {exc}") from exc
+        header = parse_json(raw, "header")
+    except BadJsonError as exc:
+        raise SafetensorsHeaderError(name, str(exc)) from exc
     if not isinstance(header, dict):
         raise SafetensorsHeaderError(name, "header is not a JSON object")
     return header
@@ -147,6 +151,8 @@ def _tensor(key: str, value: object, name: Path | str) -> TensorInfo:
         raise SafetensorsHeaderError(name, f"tensor {key!r}: unknown dtype {dtype!r}")
     if not isinstance(shape, list) or not all(_is_index(d) for d in shape):
         raise SafetensorsHeaderError(name, f"tensor {key!r}: shape must be a list of sizes")
+    if len(shape) > MAX_DIMS or math.prod(shape).bit_length() > MAX_ELEMENT_BITS:
+        raise SafetensorsHeaderError(name, f"tensor {key!r}: shape {shape} is too large")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_index, offsets))):
         raise SafetensorsHeaderError(name, f"tensor {key!r}: data_offsets must be [start, end]")
     start, end = offsets
@@ -230,8 +236,8 @@ def combine(summaries: Iterable[SafetensorsSummary]) -> SafetensorsSummary:
 def _shard_map(index_path: Path) -> dict[str, list[str]]:
     """shard file name -> tensor names, from an index's `weight_map`."""
     try:
-        index = json.loads(index_path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        index = parse_json(index_path.read_bytes(), index_path.name)
+    except (OSError, ValueError) as exc:
         raise SafetensorsHeaderError(index_path, f"cannot read index: {exc}") from exc
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):

@@ -15,12 +15,13 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from ckpt_tui.clock import Clock
 from ckpt_tui.store import trash
-from ckpt_tui.store.discover import FoundRun, discover, examine_run, watch_changed
+from ckpt_tui.store.discover import Discovery, FoundRun, discover, examine_run, watch_changed
 from ckpt_tui.store.errors import NotFoundError, ReadOnlyStoreError, StoreError
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.layout import (
@@ -71,6 +72,10 @@ class StoreCore:
         self._meta = meta
         self._index = Index()
         self._lock = threading.RLock()
+        self._scan_lock = threading.Lock()
+        """Held while discovered runs are read outside `_lock` (one such scan at a time)."""
+        self._generation = 0
+        """Counts changes to the index: a scan read outside the lock applies only if unchanged."""
         self._closed = False
         self._unsettled: set[str] = set()
         """Runs with a checkpoint still being written: rescanned at every check."""
@@ -117,17 +122,25 @@ class StoreCore:
 
     def _rescan_run(self, run_id: str) -> None:
         """Bring one run in line with its folder (or forget it if the folder is gone)."""
+        old = self._index.runs.get(run_id)
+        if old is not None and old.rel is not None:
+            self._put_found(run_id, examine_run(self.root, old.rel, run_id))
+            return
+        rows = self._meta.rows(run_id)
+        last_change = 0 if old is None else old.last_change_us
+        scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
+        self._put_scan(run_id, rows, scan)
+
+    def _put_found(self, run_id: str, found: FoundRun | None) -> None:
+        """A discovered run as just read (None: it holds no checkpoint any more)."""
         rows = self._meta.rows(run_id)
         old = self._index.runs.get(run_id)
         last_change = 0 if old is None else old.last_change_us
-        if old is not None and old.rel is not None:
-            found = examine_run(self.root, old.rel, run_id)
-            scan = None if found is None else scan_found(found, rows, self._settling(), last_change)
-        else:
-            scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
+        scan = None if found is None else scan_found(found, rows, self._settling(), last_change)
         self._put_scan(run_id, rows, scan)
 
     def _put_scan(self, run_id: str, rows: list[Row], scan: RunScan | None) -> None:
+        self._generation += 1
         self._unsettled.discard(run_id)
         if scan is None:
             self._meta.apply(delete=_keys(rows), drop_runs=[run_id])
@@ -150,16 +163,74 @@ class StoreCore:
 
     def _rediscover_all(self) -> None:
         """Walk again (a watched folder changed) and bring every discovered run in line."""
-        tinker_ids = {r.run_id for r in self._index.runs.values() if r.rel is None}
-        found = {run.run_id: run for run in self._discover(tinker_ids)}
+        self._put_discovery(discover(self.root, reserved=self._tinker_ids()))
+
+    def _tinker_ids(self) -> set[str]:
+        return {r.run_id for r in self._index.runs.values() if r.rel is None}
+
+    def _put_discovery(self, discovery: Discovery) -> None:
+        self._discovery_watch = discovery.watch
+        found = {run.run_id: run for run in discovery.runs}
         old_ids = [r.run_id for r in self._index.runs.values() if r.rel is not None]
         for run_id in sorted(set(old_ids) | found.keys()):
-            old = self._index.runs.get(run_id)
-            rows = self._meta.rows(run_id)
-            run = found.get(run_id)
-            last_change = 0 if old is None else old.last_change_us
-            scan = None if run is None else scan_found(run, rows, self._settling(), last_change)
-            self._put_scan(run_id, rows, scan)
+            self._put_found(run_id, found.get(run_id))
+
+    def _notice_changes_unlocked(self, force: bool = False) -> bool:
+        """`_notice_changes` for a caller that does not hold the store lock: the discovered
+        runs' files (pickles, JSON) are read without it, so a slow folder delays no other call.
+
+        One such scan runs at a time; a list that finds one running serves what is known. If
+        the store changed while the files were read, the result is dropped and read again at
+        the next check (it could bring back a checkpoint just deleted). False when the changes
+        were not looked at (a scan was running, or the result was dropped).
+        """
+        if not self._scan_lock.acquire(blocking=force):
+            return False
+        try:
+            with self._lock:
+                plan = self._plan_scan(force)
+            if plan is None:
+                return True
+            read = plan.read(self.root)
+            with self._lock:
+                if self._closed or self._generation != plan.generation:
+                    return False
+                read.apply(self)
+                self._last_check = time.monotonic()
+                return True
+        finally:
+            self._scan_lock.release()
+
+    def _plan_scan(self, force: bool) -> _ScanPlan | None:
+        """Under the lock: rescan the tinker-layout runs that changed (quick, no pickles) and
+        say which discovered runs must be read again."""
+        if self._closed:
+            raise StoreError(f"the store at {self.root} is closed; open it again")
+        if not force and time.monotonic() - self._last_check < self.recheck_interval:
+            return None
+        self._notice_tinker_changes()
+        if watch_changed(self._discovery_watch):
+            return _ScanPlan(self._generation, self._tinker_ids(), rediscover=True)
+        changed = {
+            run.run_id: run.rel
+            for run in self._index.runs.values()
+            if run.rel is not None
+            and (run.run_id in self._unsettled or run.current_signature() != run.signature)
+        }
+        return _ScanPlan(self._generation, set(), changed=changed)
+
+    def _notice_tinker_changes(self) -> None:
+        runs_mtime = mtime_ns(self._layout.runs)
+        if runs_mtime != self._runs_mtime:
+            self._runs_mtime = runs_mtime
+            on_disk = set(list_run_ids(self._layout))
+            for run_id in sorted(on_disk ^ self._tinker_ids()):
+                self._rescan_run(run_id)
+        for run in list(self._index.runs.values()):
+            if run.rel is None and (
+                run.run_id in self._unsettled or run.current_signature() != run.signature
+            ):
+                self._rescan_run(run.run_id)
 
     def _check_run(self, run_id: str) -> None:
         """Rescan `run_id` (already validated) if its folders changed since last seen."""
@@ -174,17 +245,13 @@ class StoreCore:
         """Rescan the runs whose folders changed; at most every `recheck_interval` unless forced."""
         if not force and time.monotonic() - self._last_check < self.recheck_interval:
             return
-        runs_mtime = mtime_ns(self._layout.runs)
-        if runs_mtime != self._runs_mtime:
-            self._runs_mtime = runs_mtime
-            on_disk = set(list_run_ids(self._layout))
-            known = {r.run_id for r in self._index.runs.values() if r.rel is None}
-            for run_id in sorted(on_disk ^ known):
-                self._rescan_run(run_id)
+        self._notice_tinker_changes()
         if watch_changed(self._discovery_watch):
             self._rediscover_all()
         for run in list(self._index.runs.values()):
-            if run.run_id in self._unsettled or run.current_signature() != run.signature:
+            if run.rel is not None and (
+                run.run_id in self._unsettled or run.current_signature() != run.signature
+            ):
                 self._rescan_run(run.run_id)
         self._last_check = time.monotonic()
 
@@ -220,6 +287,7 @@ class StoreCore:
         """Write a changed row (one transaction) and update the index."""
         now_us = self._now_us()
         self._meta.apply(upsert=[row], touch={row.run_id: now_us} if touch else None)
+        self._generation += 1
         entry.row = row
         self._index.entry_changed(entry)
         if touch:
@@ -258,6 +326,7 @@ class StoreCore:
         now_us = self._now_us()
         run_id = entry.row.run_id
         self._meta.apply(delete=[entry.key], touch={run_id: now_us} if touch else None)
+        self._generation += 1
         self._index.remove(entry)
         run = self._index.runs[run_id]
         if touch:
@@ -293,3 +362,31 @@ def _is_inside(base: str, adapter: Path, target: Path) -> bool:
             if real == target or target in real.parents:
                 return True
     return False
+
+
+@dataclass
+class _ScanPlan:
+    """What to read outside the lock: the whole walk, or some discovered runs again."""
+
+    generation: int
+    tinker_ids: set[str]
+    rediscover: bool = False
+    changed: dict[str, str] = field(default_factory=dict)
+    """run_id -> its folder (relative to the root)."""
+
+    def read(self, root: Path) -> _ScanRead:
+        if self.rediscover:
+            return _ScanRead(discover(root, reserved=self.tinker_ids))
+        return _ScanRead(None, {i: examine_run(root, rel, i) for i, rel in self.changed.items()})
+
+
+@dataclass
+class _ScanRead:
+    discovery: Discovery | None
+    runs: dict[str, FoundRun | None] = field(default_factory=dict)
+
+    def apply(self, core: StoreCore) -> None:
+        if self.discovery is not None:
+            core._put_discovery(self.discovery)
+        for run_id, found in self.runs.items():
+            core._put_found(run_id, found)

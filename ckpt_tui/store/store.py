@@ -42,7 +42,8 @@ MAX_TTL_SECONDS = 10 * 365 * 86400
 
 
 class Store(StoreCore):
-    """A checkpoint store rooted at a folder. Thread-safe: every public method holds one lock."""
+    """A checkpoint store rooted at a folder. Thread-safe: every public method holds one lock,
+    except while listing reads discovered runs' files (see `_notice_changes_unlocked`)."""
 
     root: Path
     clock: Clock
@@ -93,17 +94,21 @@ class Store(StoreCore):
     ) -> None:
         self.close()
 
-    @locked
     def rescan(self) -> None:
         """Look for outside changes now (listing everything does it at most once a second)."""
-        self._notice_changes(force=True)
+        if not self._notice_changes_unlocked(force=True):
+            with self._lock:
+                self._notice_changes(force=True)  # the store changed meanwhile: under the lock
 
     # --- reads -----------------------------------------------------------------------------
-    @locked
     def list_runs(self, offset: int = 0, limit: int | None = None) -> tuple[list[TrainingRun], int]:
         """Runs, newest activity first, and the total count."""
         _check_page(offset, limit)
-        self._notice_changes()
+        self._notice_changes_unlocked()
+        return self._runs_page(offset, limit)
+
+    @locked
+    def _runs_page(self, offset: int, limit: int | None) -> tuple[list[TrainingRun], int]:
         self._index.hide_expired(self._now_us())
         runs = self._index.runs_by_activity()
         end = None if limit is None else offset + limit
@@ -118,11 +123,14 @@ class Store(StoreCore):
         """A run's live checkpoints, oldest first. NotFoundError for an unknown run."""
         return [entry.checkpoint() for entry in self._run(run_id).oldest_first()]
 
-    @locked
     def list_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Checkpoint], int]:
         """All live checkpoints, newest first, and the total count."""
         _check_page(offset, limit)
-        self._notice_changes()
+        self._notice_changes_unlocked()
+        return self._checkpoints_page(offset, limit)
+
+    @locked
+    def _checkpoints_page(self, offset: int, limit: int) -> tuple[list[Checkpoint], int]:
         self._index.hide_expired(self._now_us())
         page = self._index.page(offset, limit)
         return [entry.checkpoint() for entry in page], self._index.total()
@@ -200,6 +208,7 @@ class Store(StoreCore):
         write_run_info(run_dir, info)
         run = RunEntry(run_id, run_dir, info, run_signature(run_dir))
         self._index.put_run(run, [], self._now_us())
+        self._generation += 1
         return run.training_run()
 
     @locked
@@ -246,6 +255,7 @@ class Store(StoreCore):
         entry = CheckpointEntry(row, str(dest))
         now_us = self._now_us()
         self._meta.apply(upsert=[row], touch={run_id: now_us})
+        self._generation += 1
         self._index.add(entry, now_us)
         self._touch(run, now_us)
         run.signature = run_signature(run.path)
@@ -334,7 +344,6 @@ class Store(StoreCore):
             self._commit_row(entry, row, touch=False)
         return entry.checkpoint()
 
-    @locked
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at; return their tinker paths.
 
@@ -343,6 +352,11 @@ class Store(StoreCore):
         """
         if self.readonly:
             return []
+        self._notice_changes_unlocked(force=True)  # the slow reading, without the lock
+        return self._sweep()
+
+    @locked
+    def _sweep(self) -> list[str]:
         self._notice_changes(force=True)  # saves that settled since the last look
         self._index.hide_expired(self._now_us())
         for run_id in sorted({entry.row.run_id for entry in self._index.expired.values()}):

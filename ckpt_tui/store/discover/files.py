@@ -10,7 +10,7 @@ import os
 import stat
 from typing import Any, BinaryIO
 
-from ckpt_tui.store.discover.bounded_json import MAX_JSON_BYTES, parse_json_object
+from ckpt_tui.bounded_json import MAX_JSON_BYTES, parse_json_object
 from ckpt_tui.store.settle import TEMP_SUFFIXES
 
 MAX_SMALL_FILE = 64 * 1024 * 1024

@@ -1,11 +1,13 @@
-"""One bounded parser for the JSON files found on disk (run.json, config.json,
-adapter_config.json, trainer_state.json, *.safetensors.index.json, the trash's origin.json).
+"""One bounded parser for the JSON found in files (run.json, config.json, adapter_config.json,
+trainer_state.json, *.safetensors.index.json, the trash's origin.json, safetensors headers and
+the lines of checkpoints.jsonl).
 
 Their contents are hostile input. The caller caps the bytes read (`MAX_JSON_BYTES`); here the
 nesting is measured before parsing (`"[" * 100000` makes `json.loads` raise RecursionError, and
-a merely deep value would later break whatever walks or re-encodes it), numbers must be finite
-and short (`1e999` parses as infinity; a million-digit integer takes long to convert), and the
-top level must be an object. Anything else is `BadJsonError`, a `ValueError` with a reason.
+a merely deep value would later break whatever walks, prints or re-encodes it), and numbers
+must be finite and short (`1e999` parses as infinity; a million-digit integer takes long to
+convert). `parse_json_object` also wants an object at the top. Anything else is `BadJsonError`,
+a `ValueError` with a reason.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def json_depth(data: bytes) -> int:
 
 def parse_json_object(data: bytes, name: str) -> dict[str, Any]:
     """The JSON object in `data` (the contents of file `name`), or BadJsonError."""
+    value = parse_json(data, name)
+    if not isinstance(value, dict):
+        raise BadJsonError(f"{name} holds a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def parse_json(data: bytes, name: str) -> Any:
+    """The JSON value in `data` (UTF-8), bounded as above, or BadJsonError."""
     depth = json_depth(data)
     if depth > MAX_JSON_DEPTH:
         limit = f"at most {MAX_JSON_DEPTH}"
@@ -56,8 +66,6 @@ def parse_json_object(data: bytes, name: str) -> dict[str, Any]:
         )
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BadJsonError(f"{name} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise BadJsonError(f"{name} holds a JSON {type(value).__name__}, not an object")
     return value
 
 
