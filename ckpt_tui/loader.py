@@ -40,6 +40,15 @@ class LogDirSettings:
         env = os.environ if environ is None else environ
         return cls(tuple(Path(p) for p in log_dirs), default_runs_root(env))
 
+    def nothing_found(self) -> str:
+        """What to say when no log dir was found: where it looked and how to add one."""
+        looked = [*self.explicit, *([self.runs_root] if self.runs_root else [])]
+        where = ", ".join(str(path) for path in looked) or "nowhere"
+        return (
+            f"no training logs found (looked in {where}): add --log-dir DIR or set "
+            "TINKER_COOKBOOK_RUNS_DIR to join checkpoints with their checkpoints.jsonl"
+        )
+
     def discover(self) -> Discovery:
         """Scan for log dirs (blocking file I/O: run it in a thread from async code)."""
         return discover_log_dirs(list(self.explicit), self.runs_root)

@@ -260,7 +260,7 @@ def summarize_run(
 ) -> RunSummary:
     log_dir = index.log_dir_of_run.get(run_id)
     info = info or info_for(run, log_dir)
-    name = log_dir.display_name if log_dir else run_id
+    name = log_dir.display_name if log_dir else (name_in_metadata(run) or run_id)
     summary = RunSummary(
         run_id=run_id,
         display_name=name,
@@ -283,6 +283,15 @@ def summarize_run(
                 rows.append(cache.missing(name, text, refs[text]))
     summary.metric_keys = metric_keys(rows)
     return summary
+
+
+RUN_NAME_KEYS = ("name", "run_name", "display_name")
+"""user_metadata keys that may name a run the training logs do not know (first one wins)."""
+
+
+def name_in_metadata(run: TrainingRun | None) -> str | None:
+    metadata = (run.user_metadata if run else None) or {}
+    return next((metadata[key] for key in RUN_NAME_KEYS if metadata.get(key)), None)
 
 
 def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from ckpt_tui.client import ApiError, Backend, ClientError, resolve_backend
 from ckpt_tui.loader import LogDirSettings
@@ -20,7 +21,7 @@ ckpt-tui: no backend configured. Any one of these gives it one:
 
 
 class NoBackendError(Exception):
-    """Nothing says where to connect."""
+    """Nothing says where to connect, or what it says cannot be used (a missing folder)."""
 
 
 def add_backend_args(parser: argparse.ArgumentParser) -> None:
@@ -48,9 +49,23 @@ def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = 
     """
     env = os.environ if env is None else env
     backend = resolve_backend(local=args.local, url=args.url, api_key=args.api_key, env=env)
-    if backend.is_local or args.url or env.get("TINKER_BASE_URL") or backend.api_key:
+    if backend.local_store is not None:
+        check_local_folder(backend.local_store)
+        return backend
+    if args.url or env.get("TINKER_BASE_URL") or backend.api_key:
         return backend
     raise NoBackendError(NO_BACKEND_MESSAGE)
+
+
+def check_local_folder(folder: Path) -> None:
+    """NoBackendError unless `folder` is an existing folder (looking creates nothing)."""
+    if folder.is_dir():
+        return
+    what = "is not a folder" if folder.exists() else "does not exist"
+    raise NoBackendError(
+        f"--local {folder}: {what}. Give the folder that holds your checkpoints; "
+        "browsing never creates one (`ckpt-tui serve FOLDER` makes a new store)"
+    )
 
 
 def log_settings_from_args(args: argparse.Namespace) -> LogDirSettings:

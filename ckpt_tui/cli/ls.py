@@ -60,7 +60,8 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         document = ls_document(backend.describe(), runs, snapshot.problems, now)
         print(json.dumps(document, indent=2))
     else:
-        print("\n".join(table_lines(runs, now)).rstrip())
+        lines = table_lines(runs, now) if snapshot.catalog.runs else [backend.nothing_found()]
+        print("\n".join(lines).rstrip())
         for problem in snapshot.problems:
             print(f"warning: {problem}")
     return 0

@@ -341,7 +341,7 @@ def _local_transport(store_path: Path) -> tuple[httpx.AsyncBaseTransport, Callab
     from ckpt_tui.store import Store, StoreError
 
     try:
-        store = Store.open(store_path, create=False)
+        store = Store.open(store_path, create=False, lazy=True)  # browsing writes nothing
     except (StoreError, OSError) as exc:
         message = f"could not open local store {store_path}: {exc}"
         raise ConnectionFailed(message, detail=str(exc)) from None

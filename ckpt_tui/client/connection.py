@@ -30,6 +30,13 @@ CREDENTIALS_DISPLAY_PATH = "~/.tinker/credentials.json"
 LOCAL_BASE_URL = "http://local-store"
 """The base URL requests carry in local mode; never reaches a network."""
 
+LOCAL_KINDS = (
+    "runs/<run>/ Tinker-style runs, HF Trainer checkpoint-<step>/ folders, save_pretrained and "
+    "PEFT folders, torch.save files (.pt .pth .bin .ckpt), DeepSpeed global_step<N>/, "
+    "torch.distributed.checkpoint and Accelerate folders, 6 levels deep"
+)
+"""What a local store is searched for (`ckpt_tui.store.discover`)."""
+
 
 def default_credentials_path() -> Path:
     """Where `tinker auth login` keeps keys (the SDK has no environment override)."""
@@ -74,6 +81,12 @@ class Backend:
             return self.display_url
         key = f"key from {self.key_source}" if self.key_source else "no API key"
         return f"{self.base_url} ({key})"
+
+    def nothing_found(self) -> str:
+        """What an empty backend says: where it looked (and, for a folder, for what)."""
+        if self.local_store is None:
+            return f"no checkpoints on {self.base_url}"
+        return f"no checkpoints found under {self.local_store} (looked for {LOCAL_KINDS})"
 
     def __str__(self) -> str:
         return self.describe()

@@ -32,6 +32,7 @@ from ckpt_tui.store.layout import (
     mtime_ns,
 )
 from ckpt_tui.store.meta import Key, MetaDB, Row
+from ckpt_tui.store.opening import make_folders
 from ckpt_tui.store.scan import RunScan, list_run_ids, scan_found, scan_run
 from ckpt_tui.store.settle import SETTLE_SECONDS, Settling
 from ckpt_tui.store.times import to_us
@@ -82,6 +83,8 @@ class StoreCore:
         self._runs_mtime: int | None = None
         self._discovery_watch: dict[str, int | None] = {}
         self._last_check = time.monotonic()
+        self.folders_unmade = False
+        """True while a lazily opened store has written nothing yet (see `Store.open`)."""
 
     def _now_us(self) -> int:
         return to_us(self.clock.now())
@@ -282,6 +285,10 @@ class StoreCore:
                 f"the store at {self.root} is read-only (its folder cannot be written): "
                 "browsing works, but to change checkpoints make the folder writable and reopen"
             )
+        if self.folders_unmade:
+            make_folders(self._layout)
+            self._meta.persist(self._layout.meta_file)
+            self.folders_unmade = False
 
     def _commit_row(self, entry: CheckpointEntry, row: Row, touch: bool = True) -> None:
         """Write a changed row (one transaction) and update the index."""

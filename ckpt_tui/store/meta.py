@@ -138,6 +138,18 @@ class MetaDB:
                     continue  # e.g. a WAL file that cannot be opened read-only
         return cls(memory)
 
+    def persist(self, path: Path) -> None:
+        """Write this (in-memory) metadata to the new file `path` and keep working on it."""
+        saved = MetaDB.open_writable(path)
+        try:
+            self._conn.backup(saved._conn)
+            saved._conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as exc:
+            saved.close()
+            raise StoreError(f"cannot write the metadata file {path}: {exc}") from exc
+        self._conn.close()
+        self._conn = saved._conn
+
     def close(self) -> None:
         self._conn.close()
 

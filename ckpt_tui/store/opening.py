@@ -32,19 +32,23 @@ def prepare_root(root: Path, create: bool, readonly: bool | None) -> bool:
 
 
 def _writable(root: Path) -> bool:
-    """Whether the root and its `.ckpt-tui` folder can be written (a root user always can)."""
+    """Whether the root and its `.ckpt-tui` folder (if there is one yet) can be written (a root
+    user always can). Creates nothing: looking at a folder never writes into it."""
     if not os.access(root, os.W_OK | os.X_OK):
         return False
     meta_dir = root / META_DIR
-    try:
-        meta_dir.mkdir(exist_ok=True)
-    except OSError:
-        return False
+    if not meta_dir.exists():
+        return True
     return os.access(meta_dir, os.W_OK | os.X_OK)
 
 
-def open_meta(layout: Layout, readonly: bool) -> MetaDB:
-    """Read-only: an in-memory copy. Writable: make folders, finish interrupted deletes, open."""
+def open_meta(layout: Layout, readonly: bool, lazy: bool = False) -> tuple[MetaDB, bool]:
+    """The metadata and whether its folders are still to be made (`make_folders`).
+
+    Read-only: an in-memory copy. Lazy, on a folder with no metadata file yet: an empty
+    in-memory one, so browsing writes nothing; the first change makes it (`persist`).
+    Otherwise: make the folders, finish interrupted deletes, open the file.
+    """
     for path in (layout.runs, layout.meta_dir, layout.trash):
         if path.is_symlink():
             raise StoreError(
@@ -52,11 +56,18 @@ def open_meta(layout: Layout, readonly: bool) -> MetaDB:
                 "replace the link with a real folder"
             )
     if readonly:
-        return MetaDB.open_readonly(layout.meta_file)
+        return MetaDB.open_readonly(layout.meta_file), False
+    if lazy and not layout.meta_file.exists():
+        return MetaDB.open_readonly(layout.meta_file), True
+    make_folders(layout)
+    trash.recover(layout)
+    return MetaDB.open_writable(layout.meta_file), False
+
+
+def make_folders(layout: Layout) -> None:
+    """`runs/` and `.ckpt-tui/trash/`, the folders every change needs."""
     try:
         layout.runs.mkdir(exist_ok=True)
         layout.trash.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot prepare the store folder {layout.root}: {exc}") from exc
-    trash.recover(layout)
-    return MetaDB.open_writable(layout.meta_file)

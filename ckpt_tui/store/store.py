@@ -31,7 +31,7 @@ from ckpt_tui.store.layout import (
     checked_run_id,
     run_signature,
 )
-from ckpt_tui.store.meta import MetaDB, Row
+from ckpt_tui.store.meta import Row
 from ckpt_tui.store.opening import open_meta, prepare_root
 from ckpt_tui.store.runinfo import RunInfo, checked_extra, checked_metadata, write_run_info
 from ckpt_tui.store.settle import SETTLE_SECONDS, SETTLED_BY_STORE, look_at, with_look
@@ -58,19 +58,23 @@ class Store(StoreCore):
         create: bool = True,
         readonly: bool | None = None,
         settle_seconds: float = SETTLE_SECONDS,
+        lazy: bool = False,
     ) -> Store:
         """Open (creating when asked) a store: scan, reconcile, finish interrupted deletes, sweep.
 
         `readonly=None` detects whether the folder can be written; True forces browsing only
         (nothing on disk is changed, not even the metadata file); False insists on writing.
         A checkpoint is complete once its files have stayed the same for `settle_seconds`.
+        `lazy=True` (browsing): a folder with no metadata file yet is left untouched until
+        the first change, which makes `runs/` and `.ckpt-tui/`.
         """
         root = Path(root)
         readonly = prepare_root(root, create, readonly)
         layout = Layout(root)
-        meta: MetaDB = open_meta(layout, readonly)
+        meta, unmade = open_meta(layout, readonly, lazy)
         store = cls(layout, clock, meta, readonly)
         store.settle_seconds = settle_seconds
+        store.folders_unmade = unmade
         try:
             store._scan_all()
             store.sweep_expired()

@@ -80,6 +80,9 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     marked = marked_text(screen)
     if marked:
         extras.append(marked)
+    snapshot = screen.snapshot
+    if snapshot and snapshot.catalog.runs and not snapshot.discovery.log_dirs and not screen.error:
+        extras.append(screen.ckpt_app.log_settings.nothing_found())
     for extra in extras:
         text.append("  │  ")
         text.append(extra, style="bold")

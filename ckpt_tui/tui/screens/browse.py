@@ -215,6 +215,9 @@ class BrowseScreen(Screen[None]):
     def show_complete(self, snapshot: Snapshot) -> None:
         """Show a whole snapshot, then sort and index it ahead of the key presses."""
         self.apply_snapshot(snapshot)
+        if not snapshot.catalog.runs:
+            nothing = self.ckpt_app.backend.nothing_found()
+            self.runs_table.empty_message = self.checkpoints_table.empty_message = nothing
         self.warm_up()
 
     def poll_server(self) -> None:
