@@ -43,9 +43,9 @@ class LogDirSettings:
     def nothing_found(self) -> str:
         """What to say when no log dir was found: where it looked and how to add one."""
         looked = [*self.explicit, *([self.runs_root] if self.runs_root else [])]
-        where = ", ".join(str(path) for path in looked) or "nowhere"
+        where = f"looked in {', '.join(map(str, looked))}" if looked else "no log dir given"
         return (
-            f"no training logs found (looked in {where}): add --log-dir DIR or set "
+            f"no training logs found ({where}): add --log-dir DIR or set "
             "TINKER_COOKBOOK_RUNS_DIR to join checkpoints with their checkpoints.jsonl"
         )
 

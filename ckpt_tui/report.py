@@ -38,6 +38,7 @@ def row_document(row: CheckpointRow) -> dict[str, Any]:
         "expires_at": opt_time(row.expires_at),
         "public": row.public,
         "final": row.final,
+        "best": row.best,
         "resume_point": row.resume_point,
         "rolling": row.rolling,
         "user_metadata": None if row.server is None else row.server.user_metadata,

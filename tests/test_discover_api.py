@@ -120,7 +120,13 @@ def test_joined_view_reads_discovery_metadata(tmp_path: Path, clock: FixedClock)
         ckpts: list[Checkpoint] = store.list_checkpoints(limit=100)[0]
     rows = {row.tinker_path: row for row in build_catalog(runs, ckpts, []).rows}
     best = rows["tinker://out/weights/checkpoint-200"]
-    assert (best.step, best.epoch, best.final, best.resume_point) == (200, 2, True, True)
+    assert (best.step, best.epoch, best.best, best.final, best.resume_point) == (
+        200,
+        2,
+        True,
+        False,  # the Trainer's best is not the end of the run
+        True,
+    )
     assert best.metrics == {"eval_loss": 1.0}
     full = rows["tinker://exp/weights/b.pt"]
     assert (full.step, full.epoch, full.metrics) == (500, 5, {"best_val_loss": 0.25})

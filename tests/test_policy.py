@@ -280,9 +280,10 @@ def test_invalid_policies_say_what_to_change(kwargs: dict[str, object], message:
 
 def test_policy_describes_its_rules_and_says_if_it_selects_anything() -> None:
     assert not KeepPolicy().selects_something
-    assert KeepPolicy().describe() == ["final", "resume point", "published"]
+    assert KeepPolicy().describe() == ["final", "flagged best", "resume point", "published"]
     policy = KeepPolicy(
         keep_final=False,
+        keep_flagged_best=False,
         keep_best=2,
         metric="reward",
         higher_is_better=True,

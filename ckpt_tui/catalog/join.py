@@ -112,7 +112,6 @@ def make_row(
         metrics = numbers_of(metadata) if metadata else {}
         final = resume = rolling = False
     if metadata:
-        final = final or metadata.get("best") == "true"
         resume = resume or metadata.get("resume_point") == "true"
     return CheckpointRow(path, run_name, ckpt, ref, metrics, size, (final, resume, rolling))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -112,10 +113,16 @@ class CheckpointRow:
         return int_or_none(metadata.get("batch", metadata.get("step")))
 
     @property
-    def epoch(self) -> int | None:
+    def epoch(self) -> float | None:
+        """As recorded: a whole number (an int) or a fraction (HF Trainer's 1.25)."""
         if self.record is not None:
-            return int_or_none(self.record.epoch)
-        return int_or_none(self.metadata.get("epoch"))
+            return number_or_none(self.record.epoch)
+        return number_or_none(self.metadata.get("epoch"))
+
+    @property
+    def best(self) -> bool:
+        """The training framework's own best checkpoint (HF Trainer's best_model_checkpoint)."""
+        return self.metadata.get("best") == "true"
 
     @property
     def metadata(self) -> Mapping[str, str]:
@@ -174,6 +181,7 @@ class CheckpointRow:
             word
             for word, present in (
                 ("final", self.final),
+                ("best", self.best),
                 ("resume", self.resume_point),
                 ("rolling", self.rolling),
                 ("public", self.public),
@@ -239,6 +247,20 @@ def int_or_none(value: object) -> int | None:
         return int(value)
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
+    return None
+
+
+def number_or_none(value: object) -> float | None:
+    """An int as `int_or_none` gives it, else a finite float ("1.25" counts; True does not)."""
+    whole = int_or_none(value)
+    if whole is not None or value is None or isinstance(value, bool):
+        return whole
+    if isinstance(value, (float, str)):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
     return None
 
 

@@ -36,10 +36,10 @@ from ckpt_tui.policy.report import outcome_lines, plan_document, plan_lines
 from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (
-    "this policy keeps nothing but the protected checkpoints (final, resume point, published) "
-    "and would delete every other one. Add a keep rule (--keep-last M, --keep-best K --metric "
-    "KEY, --keep-every N, --keep-expiring-after DATE), or pass --delete-all-unprotected if that "
-    "is really what you want."
+    "this policy keeps nothing but the protected checkpoints (final, best, resume point, "
+    "published) and would delete every other one. Add a keep rule (--keep-last M, --keep-best K "
+    "--metric KEY, --keep-every N, --keep-expiring-after DATE), or pass --delete-all-unprotected "
+    "if that is really what you want."
 )
 
 
@@ -87,6 +87,10 @@ POLICY_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         {"type": moment, "metavar": "DATE", "help": "expiring after DATE or never"},
     ),
     ("--no-keep-final", {"action": "store_true", "help": "do not protect final checkpoints"}),
+    (
+        "--no-keep-flagged-best",
+        {"action": "store_true", "help": "do not protect the trainer's best checkpoint"},
+    ),
     ("--no-keep-resume", {"action": "store_true", "help": "do not protect resume points"}),
     ("--no-keep-published", {"action": "store_true", "help": "do not protect published ones"}),
     ("--delete-all-unprotected", {"action": "store_true", "help": "allow a policy with no rule"}),
@@ -124,6 +128,7 @@ def register(subparsers: Any) -> None:
 def policy_from_args(args: argparse.Namespace) -> KeepPolicy:
     return KeepPolicy(
         keep_final=not args.no_keep_final,
+        keep_flagged_best=not args.no_keep_flagged_best,
         keep_resume_point=not args.no_keep_resume,
         keep_published=not args.no_keep_published,
         keep_best=args.keep_best,

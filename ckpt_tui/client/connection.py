@@ -82,6 +82,17 @@ class Backend:
         key = f"key from {self.key_source}" if self.key_source else "no API key"
         return f"{self.base_url} ({key})"
 
+    def short_name(self) -> str:
+        """A few words for a narrow screen: 'local store …/demo/store', 'Tinker (hosted)',
+        or the server's host and port."""
+        if self.local_store is not None:
+            parts = self.local_store.parts
+            tail = "/".join(parts[-2:]) if len(parts) > 2 else str(self.local_store)
+            return f"local store {'…/' if len(parts) > 2 else ''}{tail}"
+        if self.base_url == DEFAULT_BASE_URL:
+            return "Tinker (hosted)"
+        return urlsplit(self.base_url).netloc or self.base_url
+
     def nothing_found(self) -> str:
         """What an empty backend says: where it looked (and, for a folder, for what)."""
         if self.local_store is None:

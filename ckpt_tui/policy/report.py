@@ -108,6 +108,7 @@ def cost_document(size: SizeTotal, rate: float | None) -> dict[str, Any] | None:
 def policy_document(policy: KeepPolicy) -> dict[str, Any]:
     return {
         "keep_final": policy.keep_final,
+        "keep_flagged_best": policy.keep_flagged_best,
         "keep_resume_point": policy.keep_resume_point,
         "keep_published": policy.keep_published,
         "keep_best": policy.keep_best,

@@ -1,8 +1,9 @@
 """Keep policies: which stored checkpoints to keep and which to delete, and why (pure, no I/O).
 
-A `KeepPolicy` combines the strategies training guides recommend (keep the final, keep the
-resume point, best K by a metric, last M, every N steps, published ones, ones that live long)
-and `plan(rows, policy, now)` turns it into one `Decision` per stored row. A row is kept when any
+A `KeepPolicy` combines the strategies training guides recommend (keep the final, the
+trainer's own best checkpoint and the resume point, best K by a metric, last M, every N steps,
+published ones, ones that live long) and `plan(rows, policy, now)` turns it into one `Decision`
+per stored row. A row is kept when any
 rule keeps it; every kept row says which rules kept it; the others are deleted with the reason
 "matched no keep rule".
 
@@ -51,6 +52,8 @@ class KeepPolicy:
     """Which checkpoints to keep. Everything no rule keeps is deleted."""
 
     keep_final: bool = True
+    keep_flagged_best: bool = True
+    """The training framework's own best checkpoint (HF Trainer's best_model_checkpoint)."""
     keep_resume_point: bool = True
     keep_published: bool = True
     keep_best: int | None = None
@@ -78,7 +81,7 @@ class KeepPolicy:
 
     @property
     def selects_something(self) -> bool:
-        """True if a rule other than the protections (final, resume, published) keeps rows.
+        """True if a rule other than the protections (final, best, resume, published) keeps rows.
 
         Without one, a plan deletes every unprotected checkpoint.
         """
@@ -93,6 +96,7 @@ class KeepPolicy:
             word
             for word, on in (
                 ("final", self.keep_final),
+                ("flagged best", self.keep_flagged_best),
                 ("resume point", self.keep_resume_point),
                 ("published", self.keep_published),
             )
@@ -229,6 +233,8 @@ def row_reasons(row: CheckpointRow, policy: KeepPolicy) -> list[str]:
     reasons = [INCOMPLETE_REASON] if row.incomplete else []
     if policy.keep_final and row.final:
         reasons.append("final")
+    if policy.keep_flagged_best and row.best:
+        reasons.append("flagged best")
     if policy.keep_resume_point and row.resume_point:
         reasons.append("resume point")
     if policy.keep_published and row.public:

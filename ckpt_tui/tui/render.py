@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import humanize
+from rich.cells import cell_len
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.sizes import format_size, format_total
@@ -32,11 +34,11 @@ def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
     columns += [
         Column("kind", "Kind", 7),
         Column("step", "Step", 5, align="right"),
-        Column("epoch", "Ep", 3, align="right"),
+        Column("epoch", "Ep", 4, align="right"),
         Column("metric", (metric or "metric")[:9], 9, align="right"),
         Column("size", "Size", 10, align="right"),
-        Column("created", "Created", 13),
-        Column("expires", "Expires", 11),
+        Column("created", "Created", 14),  # "12 minutes ago"
+        Column("expires", "Expires", 13),  # "in 59 minutes"
         Column("public", "Pub", 3),
         Column("flags", "Flags", 12, flex=1),
     ]
@@ -47,16 +49,64 @@ CHECKPOINT_DROPS = ("created", "epoch", "public", "metric", "run")
 """Checkpoint columns dropped, in this order, until the table fits the terminal."""
 
 
+WANTS_SAMPLE = 500
+"""Rows measured for the width their names, runs and flags want (the first of the view)."""
+
+
 def fit_columns(
-    columns: list[Column], width: int, drops: Sequence[str] = CHECKPOINT_DROPS
+    columns: list[Column],
+    width: int,
+    drops: Sequence[str] = CHECKPOINT_DROPS,
+    wants: Mapping[str, int] | None = None,
 ) -> list[Column]:
-    """Drop the least useful columns until the minimum widths fit `width`."""
+    """Drop the least useful columns until the minimum widths fit `width`; then widen the
+    flexible ones toward the widths their cells `wants`, in proportion to what each lacks."""
     chosen = list(columns)
     for key in drops:
         if minimum_width(chosen) <= width:
             break
-        chosen = [column for column in chosen if column.key != key]
-    return chosen
+        chosen = without(chosen, key)
+    wants = wants or {}
+    for key in ROOM_DROPS:  # names cut while the epoch and Pub columns take room: drop them
+        if lacking(chosen, wants) <= width - minimum_width(chosen):
+            break
+        chosen = without(chosen, key)
+    return widened(chosen, width - minimum_width(chosen), wants)
+
+
+ROOM_DROPS = ("epoch", "public")
+"""Dropped, in this order, while names, runs or flags would be cut; "public" then shows in
+the flags."""
+
+
+def without(columns: list[Column], key: str) -> list[Column]:
+    return [column for column in columns if column.key != key]
+
+
+def lacking(columns: list[Column], wants: Mapping[str, int]) -> int:
+    """How many more cells the flexible columns need to show their widest cells whole."""
+    return sum(max(0, wants.get(c.key, 0) - c.width) for c in columns if c.flex)
+
+
+def widened(columns: list[Column], spare: int, wants: Mapping[str, int]) -> list[Column]:
+    """Columns widened toward their wants, sharing `spare` in proportion to each one's need."""
+    needs = {c.key: wants.get(c.key, 0) - c.width for c in columns if c.flex}
+    needs = {key: need for key, need in needs.items() if need > 0}
+    needed = sum(needs.values())
+    if spare <= 0 or not needed:
+        return columns
+    give = {key: need * min(spare, needed) // needed for key, need in needs.items()}
+    return [replace(c, width=c.width + give.get(c.key, 0)) for c in columns]
+
+
+def wanted_widths(rows: Sequence[CheckpointRow]) -> dict[str, int]:
+    """How wide the name, run and flags cells of the first rows of a view are."""
+    sample = rows[:WANTS_SAMPLE]
+    return {
+        "name": max((cell_len(row.name) for row in sample), default=0),
+        "run": max((cell_len(row.run_name) for row in sample), default=0),
+        "flags": max((cell_len(flags_cell(row, True).text) for row in sample), default=0),
+    }
 
 
 def minimum_width(columns: Sequence[Column]) -> int:
@@ -93,19 +143,27 @@ def checkpoint_cells(
         "run": Cell(row.run_name),
         "kind": Cell(row.kind),
         "step": Cell("" if row.step is None else str(row.step)),
-        "epoch": Cell("" if row.epoch is None else str(row.epoch)),
+        "epoch": Cell(epoch_text(row.epoch)),
         "metric": Cell(metric_text(row, metric)),
         "size": Cell("-" if row.is_missing else format_size(row.size, short=True)),
         "created": Cell(format_created(row.created, now)),
         "expires": expiry_cell(row.expires_at, now, row.is_missing),
         "public": Cell("yes" if row.public else "", "success" if row.public else None),
-        "flags": flags_cell(row),
+        "flags": flags_cell(row, with_public="public" not in keys),
     }
     return [values[key] for key in keys]
 
 
-def flags_cell(row: CheckpointRow) -> Cell:
-    words = [word for word in row.flags() if word != "public"]
+def epoch_text(epoch: float | None) -> str:
+    """'2', or a fraction as recorded, shortened to fit ('1.25', '0.333')."""
+    if epoch is None:
+        return ""
+    return str(epoch) if isinstance(epoch, int) else f"{epoch:.3g}"
+
+
+def flags_cell(row: CheckpointRow, with_public: bool = False) -> Cell:
+    """The flags; "public" only `with_public` (when the Pub column is not shown)."""
+    words = [word for word in row.flags() if with_public or word != "public"]
     style = "warning" if row.is_missing else ("accent" if row.resume_point else None)
     return Cell(" ".join(words), style)
 

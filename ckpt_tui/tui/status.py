@@ -23,26 +23,48 @@ def with_cost(size: SizeTotal, rate: float | None) -> str:
 
 
 def header_text(
-    backend: str, catalog: Catalog | None, now: datetime, rate: float | None = None
+    backend: str,
+    catalog: Catalog | None,
+    now: datetime,
+    rate: float | None = None,
+    width: int | None = None,
+    short_backend: str | None = None,
 ) -> Text:
     """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND'.
 
-    The totals come first so a narrow terminal cuts the backend, not them. With a storage
-    `rate` (USD per GiB-month) the size says what it costs per month.
+    With a storage `rate` (USD per GiB-month) the size says what it costs per month. In a
+    narrow `width` the backend stays (as `short_backend` if need be, cut from the left at
+    worst): the totals give way first, from the end.
     """
-    text = Text()
-    text.append("ckpt-tui", style="bold")
-    if catalog is None:
-        text.append(f"  {backend}")
-        return text
+    parts = [] if catalog is None else total_parts(catalog, now, rate)
+    short = short_backend or backend
+    room = width if width is not None else 10**6
+    # The full name while runs and checkpoints still fit beside it, then the short one.
+    tries = [(backend, n) for n in range(len(parts), 1, -1)]
+    tries += [(short, n) for n in range(len(parts), -1, -1)]
+    for name, count in tries:
+        line = header_line(parts[:count], name)
+        if line.cell_len <= room:
+            return line
+    keep = room - header_line([], "").cell_len - 1
+    return header_line([], "…" + short[-keep:] if keep > 0 else "")
+
+
+def total_parts(catalog: Catalog, now: datetime, rate: float | None) -> list[str]:
     soonest = catalog.soonest_expiry  # cached per catalog: this runs on every key press
-    parts = [
+    return [
         f"{len(catalog.runs):,} runs",
         f"{len(catalog.stored_rows):,} checkpoints",
         with_cost(catalog.stored_size, rate),
         f"next expiry {describe_expiry(soonest, now)}" if soonest else "nothing expires",
     ]
-    text.append("  " + " · ".join(parts))
+
+
+def header_line(parts: list[str], backend: str) -> Text:
+    text = Text()
+    text.append("ckpt-tui", style="bold")
+    if parts:
+        text.append("  " + " · ".join(parts))
     text.append(f"  │  {backend}", style="dim")
     return text
 

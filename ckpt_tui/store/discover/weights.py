@@ -85,7 +85,8 @@ def _torch_weights(folder: str, listing: dict[str, str], facts: WeightFacts) -> 
 
 
 def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
-    """base_model, lora_rank, lora_alpha from adapter_config.json, else config.json."""
+    """base_model, lora_rank, lora_alpha from adapter_config.json, else config.json
+    (`_name_or_path`, else `model_type` with the first of `architectures`)."""
     facts: dict[str, str] = {}
     if listing.get("adapter_config.json") == FILE:
         adapter = _json_object(folder, "adapter_config.json", facts)
@@ -102,12 +103,23 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
     if "base_model" not in facts and listing.get("config.json") == FILE:
         config = _json_object(folder, "config.json", facts)
         name = config.get("_name_or_path")
-        if isinstance(name, str) and name:
-            facts["base_model"] = name
         model_type = config.get("model_type")
         if isinstance(model_type, str):
             facts["model_type"] = model_type
+        architecture = _first_architecture(config)
+        if isinstance(name, str) and name:
+            facts["base_model"] = name
+        elif isinstance(model_type, str) and model_type and architecture:
+            # transformers 5 no longer writes _name_or_path: say what the model is
+            facts["base_model"] = f"{model_type} ({architecture})"
     return facts
+
+
+def _first_architecture(config: dict[str, object]) -> str | None:
+    architectures = config.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        return architectures[0]
+    return None
 
 
 def _json_object(folder: str, name: str, facts: dict[str, str]) -> dict[str, object]:

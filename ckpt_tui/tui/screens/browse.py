@@ -40,6 +40,13 @@ if TYPE_CHECKING:
     from ckpt_tui.tui.app import CkptApp
 
 SHORT = 30
+"""Fewer lines than this: the runs and details panes get shorter."""
+TINY = 22
+"""Fewer lines than this: the details pane is hidden, so the checkpoints keep their rows."""
+MIN_WIDTH, MIN_HEIGHT = 60, 16
+"""Below this the screen says it is too small instead of showing cut panes."""
+WIDE = 120
+"""Narrower terminals get the compact footer (less space between hints)."""
 
 
 def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
@@ -84,6 +91,7 @@ class BrowseScreen(Screen[None]):
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(id="header-line")
+        yield Static(id="too-small")
         with Vertical(id="body"):
             yield FastTable[RunSummary](
                 render.RUN_COLUMNS,
@@ -127,7 +135,15 @@ class BrowseScreen(Screen[None]):
         self.set_interval(self.ckpt_app.log_check_interval, self.watch_log_dirs)
 
     def on_resize(self) -> None:
-        self.set_class(self.size.height < SHORT, "-narrow")
+        width, height = self.size
+        self.set_class(height < SHORT, "-narrow")
+        self.set_class(height < TINY, "-tiny")
+        too_small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.set_class(too_small, "-too-small")
+        if too_small:
+            need = f"terminal too small (need {MIN_WIDTH}x{MIN_HEIGHT}): this one is"
+            self.query_one("#too-small", Static).update(f"{need} {width}x{height}")
+        self.query_one(Footer).compact = self.size.width < WIDE
         self.refresh_views()
 
     # --- cells -------------------------------------------------------------------------------
@@ -237,16 +253,21 @@ class BrowseScreen(Screen[None]):
         catalog = self.catalog
         runs_table, table = self.runs_table, self.checkpoints_table
         runs_table.display = self.state.view == "runs"
-        width = max(runs_table.size.width, 40)
+        # A pane that was hidden (views 2 and 3) has no width until the next layout: the
+        # screen's is the one it will get, so the Base model column is not dropped.
+        width = max(runs_table.size.width or self.size.width, 40)
         set_columns(runs_table, render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS))
         if catalog is not None:
             self.metric_key = current_metric(catalog, self.state)
             if runs_table.display:
                 runs_table.set_rows(visible_runs(catalog, self.state, self.sorted_rows))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
-            set_columns(table, render.fit_columns(columns, max(table.size.width, 40)))
             now = self.ckpt_app.clock.now()
-            table.set_rows(visible_rows(catalog, self.state, now, self.sorted_rows))
+            rows = visible_rows(catalog, self.state, now, self.sorted_rows)
+            width = max(table.size.width - 2, 40)  # a scrollbar may take 2
+            wants = render.wanted_widths(rows)
+            set_columns(table, render.fit_columns(columns, width, wants=wants))
+            table.set_rows(rows)
             indicator = None if self.state.view == "expiring" else self.state.sort.key
             table.set_sort_indicator(
                 "metric" if indicator == "metric" else indicator, self.state.sort.reverse
@@ -258,7 +279,11 @@ class BrowseScreen(Screen[None]):
         """The header line (totals) and the status line (view, marks, progress, errors)."""
         app = self.ckpt_app
         now = app.clock.now()
-        header = header_text(app.backend.describe(), self.catalog, now, app.storage_rate)
+        backend = app.backend
+        width = self.size.width - 2  # the line's padding
+        header = header_text(
+            backend.describe(), self.catalog, now, app.storage_rate, width, backend.short_name()
+        )
         # Fixed-height lines: no layout pass needed, and a layout costs ~25 ms per key press.
         self.query_one("#header-line", Static).update(header, layout=False)
         self.query_one("#status-line", Static).update(status_text(self, now), layout=False)

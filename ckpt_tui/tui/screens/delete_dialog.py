@@ -28,10 +28,10 @@ DeleteChoice = Literal["cancel", "delete", "expire"]
 
 CONFIRM_WORD = "delete"
 MAX_QUICK_DELETE = 10
-"""More checkpoints than this at once need the word typed, as do final/resume/public ones."""
+"""More checkpoints than this at once need the word typed, as do final/best/resume/public ones."""
 DELETE_FIXED_LINES = 11
 """Lines of the dialog other than listed checkpoints and warnings (the typed word adds 4)."""
-FLAG_WORDS = ("final", "resume", "public", "rolling")
+FLAG_WORDS = ("final", "best", "resume", "public", "rolling")
 
 
 def plural(count: int, one: str, many: str) -> str:
@@ -47,7 +47,7 @@ def risky_counts(rows: Sequence[CheckpointRow]) -> tuple[int, int, int]:
 
 
 def needs_typed_word(rows: Sequence[CheckpointRow]) -> bool:
-    return len(rows) > MAX_QUICK_DELETE or any(risky_counts(rows))
+    return len(rows) > MAX_QUICK_DELETE or any(risky_counts(rows)) or any(r.best for r in rows)
 
 
 def warnings(rows: Sequence[CheckpointRow], hidden_count: int) -> list[str]:
@@ -57,6 +57,10 @@ def warnings(rows: Sequence[CheckpointRow], hidden_count: int) -> list[str]:
     if finals:
         verb = plural(finals, "is a final checkpoint", "are final checkpoints")
         lines.append(f"⚠ {finals} {verb}: the end result of a run")
+    bests = sum(row.best for row in rows)
+    if bests:
+        verb = plural(bests, "is the best checkpoint", "are best checkpoints")
+        lines.append(f"⚠ {bests} {verb} of its run, as the trainer judged it")
     if resumes:
         verb = plural(resumes, "is a resume point", "are resume points")
         lines.append(f"⚠ {resumes} {verb}: training resumes from it")

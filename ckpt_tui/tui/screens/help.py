@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,32 +22,45 @@ TABLE_KEYS = (
 )
 
 
-def help_text() -> Text:
-    text = Text()
-    sections = (("Browse", BROWSE_COMMANDS), ("Act", ACTION_COMMANDS))
-    text.append("Move\n", style="bold underline")
-    for keys, what in TABLE_KEYS:
-        text.append(f"  {keys:<28}", style="bold")
-        text.append(f"{what}\n")
-    for title, commands in sections:
-        text.append(f"\n{title}\n", style="bold underline")
-        for command in commands:
-            text.append(f"  {key_label(command):<28}", style="bold")
-            text.append(f"{command.title}: {command.help}\n")
-    return text
+CLOSE_HINT = "esc, q or ? closes this"
+KEY_WIDTH = 30
+
+
+def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+    """(title, [(keys, what they do)]) for every key, from the command definitions."""
+    sections = [("Move", list(TABLE_KEYS))]
+    for title, commands in (("Browse", BROWSE_COMMANDS), ("Act", ACTION_COMMANDS)):
+        sections.append((title, [(key_label(c), f"{c.title}: {c.help}") for c in commands]))
+    return sections
+
+
+def help_text() -> Table:
+    """Two columns: a description that wraps stays in its column, under its own start."""
+    grid = Table.grid(padding=(0, 2, 0, 0), expand=True)
+    grid.add_column(no_wrap=True, min_width=KEY_WIDTH, max_width=KEY_WIDTH, style="bold")
+    grid.add_column(ratio=1)
+    for index, (title, entries) in enumerate(help_sections()):
+        if index:
+            grid.add_row("", "")
+        grid.add_row(Text(title, style="bold underline"), "")
+        for keys, what in entries:
+            grid.add_row(Text("  " + keys), Text(what))
+    return grid
 
 
 class HelpScreen(ModalScreen[None]):
-    """A scrollable list of keys; any of escape, q or ? closes it."""
+    """A scrollable list of keys; any of escape, q or ? closes it, as its title and frame say."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "close", "Close"),
     ]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
-            yield Static(Text("ckpt-tui keys", style="bold"), id="help-title")
-            yield Static(help_text())
+        with VerticalScroll(id="help-box") as box:
+            box.border_subtitle = CLOSE_HINT
+            title = Text.assemble(("ckpt-tui keys", "bold"), f"  ({CLOSE_HINT})")
+            yield Static(title, id="help-title")
+            yield Static(help_text(), id="help-keys")
 
     def action_close(self) -> None:
         self.dismiss()

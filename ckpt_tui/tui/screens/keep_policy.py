@@ -152,6 +152,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         with Horizontal(classes="kp-row"):
             yield Label("Always keep")
             yield Checkbox("final", True, id="kp-final", compact=True)
+            yield Checkbox("best", True, id="kp-flagged-best", compact=True)
             yield Checkbox("resume point", True, id="kp-resume", compact=True)
             yield Checkbox("published", True, id="kp-published", compact=True)
 
@@ -169,6 +170,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         metric = self.query_one("#kp-metric", Select).selection
         return FormValues(
             keep_final=ticked("kp-final"),
+            keep_flagged_best=ticked("kp-flagged-best"),
             keep_resume_point=ticked("kp-resume"),
             keep_published=ticked("kp-published"),
             best=text("kp-best"),
@@ -274,7 +276,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
 
     # --- events ------------------------------------------------------------------------------
     @on(Input.Changed, ".field")
-    @on(Checkbox.Changed, "#kp-final, #kp-resume, #kp-published, #kp-higher")
+    @on(Checkbox.Changed, "#kp-final, #kp-flagged-best, #kp-resume, #kp-published, #kp-higher")
     @on(Select.Changed, "#kp-metric")
     def form_changed(self) -> None:
         self.schedule()

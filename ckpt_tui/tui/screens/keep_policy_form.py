@@ -20,6 +20,7 @@ class FormValues:
     """The form's fields as typed: numbers and the date are still text."""
 
     keep_final: bool = True
+    keep_flagged_best: bool = True
     keep_resume_point: bool = True
     keep_published: bool = True
     best: str = ""
@@ -63,6 +64,7 @@ def policy_from_form(values: FormValues) -> KeepPolicy:
         raise PolicyError("Keep best: no checkpoint here has a metric to rank by")
     return KeepPolicy(
         keep_final=values.keep_final,
+        keep_flagged_best=values.keep_flagged_best,
         keep_resume_point=values.keep_resume_point,
         keep_published=values.keep_published,
         keep_best=best,

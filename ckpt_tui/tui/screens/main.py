@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import ClassVar
 
 from textual import work
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
 
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.client import Outcome
@@ -32,10 +33,31 @@ PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
 
 
-class MainScreen(BrowseScreen):
+FOOTER_FIRST = ("quit", "help")
+
+
+def actions_early(browse: list[BindingType], actions: list[Binding]) -> list[BindingType]:
+    """The footer shows bindings in this order, and a narrow terminal cuts its end: quit and
+    help, then the actions (p, t, d, K), then the browsing keys."""
+
+    def first(binding: BindingType) -> bool:
+        return isinstance(binding, Binding) and binding.action in FOOTER_FIRST
+
+    return [
+        *filter(first, browse),
+        *actions,
+        *(binding for binding in browse if not first(binding)),
+    ]
+
+
+class MainScreen(BrowseScreen, inherit_bindings=False):
     """Browse runs and checkpoints, and (unless read-only) publish, set TTLs and delete."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [*BrowseScreen.BINDINGS, *bindings(ACTION_COMMANDS)]
+    # Not inherited: inherited bindings would come first in the footer, before the actions.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *actions_early(BrowseScreen.BINDINGS, bindings(ACTION_COMMANDS)),
+        *Screen.BINDINGS,
+    ]
 
     def __init__(self) -> None:
         super().__init__()
