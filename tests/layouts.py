@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from tests.test_sizes_safetensors import write_real
@@ -282,3 +284,12 @@ def code_running_pickle(marker: Path) -> bytes:
     opcodes = f"cos\nsystem\n(X{struct.pack('<I', len(f'touch {marker}')).decode('latin-1')}"
     raw = opcodes.encode("latin-1") + f"touch {marker}".encode() + b"tR"
     return torch_zip({"model": model_state(1), "payload": Raw(raw)}, archive="evil")
+
+
+def written_long_ago(root: Path, when: datetime) -> Path:
+    """Date every file and folder under `root` at `when`: a save finished long before the
+    store looks, so nothing is `incomplete` for being fresh (a copy or a checkout is new)."""
+    stamp = when.timestamp()
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (stamp, stamp), follow_symlinks=False)
+    return root

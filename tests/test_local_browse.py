@@ -3,6 +3,7 @@ makes the metadata; an empty folder says where it looked; a missing one is refus
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,11 @@ from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
 from tests import layouts as L
+from tests.conftest import T0
 from tests.tui_support import screen_text, settle, shown
+
+LONG_AGO = T0 - timedelta(days=1)
+"""Before the tests' fixed clock: the saves are complete."""
 
 
 def tree(root: Path) -> list[str]:
@@ -69,7 +74,7 @@ def test_ls_on_a_training_folder_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     box = tmp_path / "box"
-    L.hf_trainer_output(box / "out", steps=(100, 200))
+    L.written_long_ago(L.hf_trainer_output(box / "out", steps=(100, 200)), LONG_AGO)
     before = tree(box)
     assert cli_main(["ls", "--local", str(box), "--json"]) == 0
     assert '"checkpoint_count": 2' in capsys.readouterr().out
@@ -80,7 +85,7 @@ async def test_browsing_a_training_folder_writes_nothing_until_a_change(
     tmp_path: Path, clock: FixedClock
 ) -> None:
     box = tmp_path / "box"
-    L.hf_trainer_output(box / "out", steps=(100, 200))
+    L.written_long_ago(L.hf_trainer_output(box / "out", steps=(100, 200)), LONG_AGO)
     before = tree(box)
     app = local_app(box, clock)
     async with app.run_test(size=(160, 40)) as pilot:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.tui.app import CkptApp
+from tests.conftest import T0
+from tests.layouts import written_long_ago
 from tests.tui_support import screen_text, settle, shown
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trainer_box"
@@ -28,7 +31,8 @@ LLAMA = "llama (LlamaForCausalLM)"
 @pytest.fixture
 def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "no-runs"))
-    return Path(shutil.copytree(FIXTURE, tmp_path / "box"))
+    box = Path(shutil.copytree(FIXTURE, tmp_path / "box"))
+    return written_long_ago(box, T0 - timedelta(days=1))  # a checkout's files are new
 
 
 def ls_json(box: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
