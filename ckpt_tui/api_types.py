@@ -171,6 +171,20 @@ class Health(msgspec.Struct, frozen=True, gc=False):
     status: str = ""
 
 
+class ClientConfig(msgspec.Struct, frozen=True):
+    """`POST /api/v1/client/config`: how the server wants to be spoken to (SDK start-up);
+    `{}` is all defaults. The SDK knows more flags; none of them concern checkpoints."""
+
+    pjwt_auth_enabled: bool = False
+    credential_default_source: str = "api_key"
+
+
+class AuthToken(msgspec.Struct, frozen=True):
+    """`POST /api/v1/auth/token`: a short-lived JWT in exchange for the credential."""
+
+    jwt: str
+
+
 def encode(value: object) -> bytes:
     """JSON bytes of an API struct (or of plain lists, dicts, strings, numbers and times)."""
     return _ENCODER.encode(value)

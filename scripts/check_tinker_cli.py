@@ -2,10 +2,14 @@
 
     python scripts/check_tinker_cli.py [--tinker-venv /work/tinkervenv] [--verbose]
 
-Starts the local server (with an API key, so the SDK's auth header is exercised too) over a
+For each way the server can authenticate (SERVER_MODES: an API key; the key traded for 5 s
+JWTs, `serve --jwt --jwt-lifetime 5`; and `--credential-cmd` with only $TINKER_CREDENTIAL_CMD
+set on the client side), starts the local server with those `serve` options over a fresh
 temporary store seeded with three runs, then runs each `tinker` CLI command and a RestClient
 script from the given virtualenv against it, and checks both the exit code and what changed in
-the store. Prints one line per step and exits 1 if any step failed.
+the store. With JWTs, two more SDK scripts make a call after the first JWT has expired and
+replay a call the server refused as invalid_token. Prints one line per step and exits 1 if
+any step failed.
 """
 
 from __future__ import annotations
@@ -19,16 +23,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ckpt_tui.api_types import format_time
-from ckpt_tui.server import create_app
+from ckpt_tui.cli import build_parser
+from ckpt_tui.cli.serve import auth_options, build_app
 from ckpt_tui.store import NotFoundError, Store
 from tests.support.live_server import run_server
 from tests.support.seed import seed_store
 
 API_KEY = "tml-check-key"
+JWT_LIFETIME = 5
+SERVER_MODES: tuple[tuple[str, list[str]], ...] = (
+    ("API key", ["--api-key", API_KEY]),
+    ("JWTs", ["--api-key", API_KEY, "--jwt", "--jwt-lifetime", str(JWT_LIFETIME)]),
+    ("credential command", ["--api-key", API_KEY, "--jwt", "--credential-cmd"]),
+)
+"""(name, `ckpt-tui serve` options) of each server the whole list runs against."""
 P0 = "tinker://run-000/weights/0000"
 Check = Callable[[Store, str], bool]
 
@@ -128,6 +141,34 @@ print("SDK OK")
 """
 
 
+AFTER_EXPIRY_SCRIPT = f"""
+import time
+import tinker
+rc = tinker.RestClient()
+assert rc.list_training_runs(limit=1).result().cursor.total_count == 3
+time.sleep({JWT_LIFETIME} + 1.5)  # the first JWT has expired by now
+assert rc.list_training_runs(limit=1).result().cursor.total_count == 3
+print("SDK after expiry OK")
+"""
+
+REPLAY_SCRIPT = """
+import base64, json, time
+import tinker
+rc = tinker.RestClient()
+rc.list_training_runs(limit=1).result()
+def part(data):
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+now = int(time.time())
+forged = ".".join([part({"alg": "HS256", "typ": "JWT"}), part({"iat": now, "exp": now + 3600}),
+                   "bm90LXNpZ25lZC1ieS10aGUtc2VydmVy"])
+# Private SDK state, on purpose: make its cached JWT one the server never signed, so the next
+# call is refused with invalid_token and must be replayed with a freshly exchanged JWT.
+rc.holder._default_auth._token = forged
+assert rc.list_training_runs(limit=1).result().cursor.total_count == 3
+print("SDK replay OK")
+"""
+
+
 def run_tinker(argv: list[str], env: dict[str, str], verbose: bool) -> tuple[int, str]:
     result = subprocess.run(
         argv, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
@@ -146,32 +187,86 @@ def seeded(root: Path) -> Store:
     return store
 
 
+def tinker_steps(venv: Path, store: Store, jwt: bool) -> list[tuple[list[str], Step]]:
+    """(argv, step) for every CLI command and SDK script of one server mode."""
+    commands = [([str(venv / "bin" / "tinker"), *s.argv], s) for s in cli_steps(store)]
+    python = str(venv / "bin" / "python")
+    scripts = [("SDK RestClient", SDK_SCRIPT, "SDK OK")]
+    if jwt:
+        scripts += [
+            ("SDK call after the first JWT expired", AFTER_EXPIRY_SCRIPT, "after expiry OK"),
+            ("SDK replay after invalid_token", REPLAY_SCRIPT, "replay OK"),
+        ]
+    for what, script, ok in scripts:
+        commands.append(([python, "-c", script], Step(what, [], says(ok))))
+    return commands
+
+
+def client_env(tmp: Path, url: str, credential_cmd: bool) -> dict[str, str]:
+    """The tinker CLI's environment: the key, or only a command that prints it."""
+    env = {**os.environ, "TINKER_BASE_URL": url, "HOME": str(tmp), "COLUMNS": "250"}
+    env.pop("TINKER_API_KEY", None)
+    env.pop("TINKER_CREDENTIAL_CMD", None)
+    if credential_cmd:
+        runs = tmp / "credential-cmd-runs"
+        env["TINKER_CREDENTIAL_CMD"] = f"echo run >> '{runs}'; printf %s {API_KEY}"
+    else:
+        env["TINKER_API_KEY"] = API_KEY
+    return env
+
+
+def run_mode(name: str, options: list[str], venv: Path, verbose: bool) -> tuple[int, int]:
+    """Every step against a server started with `serve` `options`: (checks, failures)."""
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="ckpt-tinker-check-") as tmp:
+        root = Path(tmp) / "store"
+        auth = auth_options(build_parser().parse_args(["serve", str(root), *options]))
+        store = seeded(root)
+        app = build_app(store, auth)
+        with run_server(app) as url:
+            env = client_env(Path(tmp), url, auth.credential_cmd)
+            commands = tinker_steps(venv, store, auth.jwt_lifetime is not None)
+            for argv, step in commands:
+                code, output = run_tinker(argv, env, verbose)
+                ok = (code == 0) == step.expect_success and step.check(store, output)
+                failures += not ok
+                shown = " ".join(["tinker", *step.argv]) if step.argv else step.what
+                print(f"{'PASS' if ok else 'FAIL'}  exit {code}  [{name}] {shown}")
+                if not ok and not verbose:
+                    print("      " + output.strip().replace("\n", "\n      ")[-2000:])
+        store.close()
+        failures += not server_side(name, app.state.jwt_issuer, Path(tmp), len(commands))
+    return len(commands) + 1, failures
+
+
+def server_side(name: str, issuer: Any, tmp: Path, clients: int) -> bool:
+    """What the server saw: at least one JWT per client process; the command really ran."""
+    problems = []
+    if issuer is not None and issuer.issued < clients:
+        problems.append(f"only {issuer.issued} JWTs were issued for {clients} clients")
+    runs = tmp / "credential-cmd-runs"
+    if name == "credential command" and not runs.exists():
+        problems.append("TINKER_CREDENTIAL_CMD never ran")
+    issued = "" if issuer is None else f", {issuer.issued} JWTs issued"
+    ran = f", the command ran {len(runs.read_text().splitlines())} times" if runs.exists() else ""
+    print(f"{'FAIL' if problems else 'PASS'}  [{name}] server side{issued}{ran}")
+    for problem in problems:
+        print(f"      {problem}")
+    return not problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tinker-venv", type=Path, default=Path("/work/tinkervenv"))
     parser.add_argument("--verbose", action="store_true", help="print each command's output")
     args = parser.parse_args()
     venv = args.tinker_venv.resolve()
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="ckpt-tinker-check-") as tmp:
-        store = seeded(Path(tmp) / "store")
-        with run_server(create_app(store, api_key=API_KEY)) as url:
-            env = {**os.environ, "TINKER_BASE_URL": url, "TINKER_API_KEY": API_KEY,
-                   "HOME": tmp, "COLUMNS": "250"}  # fmt: skip
-            steps = cli_steps(store)
-            commands = [([str(venv / "bin" / "tinker"), *s.argv], s) for s in steps]
-            sdk = Step("SDK RestClient", ["python", "-c", "..."], lambda s, out: "SDK OK" in out)
-            commands.append(([str(venv / "bin" / "python"), "-c", SDK_SCRIPT], sdk))
-            for argv, step in commands:
-                code, output = run_tinker(argv, env, args.verbose)
-                ok = (code == 0) == step.expect_success and step.check(store, output)
-                failures += not ok
-                shown = " ".join(["tinker", *step.argv]) if step is not sdk else step.what
-                print(f"{'PASS' if ok else 'FAIL'}  exit {code}  {shown}")
-                if not ok and not args.verbose:
-                    print("      " + output.strip().replace("\n", "\n      ")[-2000:])
-        store.close()
-    print(f"{len(commands) - failures} passed, {failures} failed")
+    checks = failures = 0
+    for name, options in SERVER_MODES:
+        print(f"-- ckpt-tui serve STORE {' '.join(options).replace(API_KEY, 'KEY')}")
+        ran, failed = run_mode(name, options, venv, args.verbose)
+        checks, failures = checks + ran, failures + failed
+    print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

@@ -144,3 +144,26 @@ def test_key_never_shows_in_repr_or_str() -> None:
         assert "tml-secret-value" not in text
     assert "TINKER_API_KEY" in str(backend)
     assert backend.base_url == "http://h"
+
+
+def test_credential_command_is_the_fallback_and_shadows_the_stored_key(creds: Path) -> None:
+    env = {"TINKER_CREDENTIAL_CMD": "print-token"}
+    backend = resolve_backend(env=env, credentials_path=creds)
+    assert backend.api_key is None  # as in the SDK: the stored key does not shadow the command
+    credential = backend.credential()
+    assert credential is not None and credential.command == "print-token"
+    assert backend.describe().endswith("(credential from TINKER_CREDENTIAL_CMD)")
+    keyed = resolve_backend(env={**env, "TINKER_API_KEY": ENV_KEY}, credentials_path=creds)
+    assert keyed.credential() == type(credential)("TINKER_API_KEY", ENV_KEY)
+    demanded = keyed.credential(command_required=True)
+    assert demanded is not None and demanded.command == "print-token"
+    assert "print-token" not in repr(keyed) + str(keyed) + repr(demanded)
+
+
+def test_a_demanded_command_that_is_unset_is_an_error_and_a_jwt_key_is_used_as_is() -> None:
+    with pytest.raises(CredentialsError, match="TINKER_CREDENTIAL_CMD"):
+        Backend.remote("http://127.0.0.1:1", ENV_KEY).credential(command_required=True)
+    jwt_key = "eyJhbGciOiJIUzI1NiJ9.e30.x"
+    given = Backend.remote("http://127.0.0.1:1", jwt_key, "TINKER_API_KEY", credential_cmd="c")
+    credential = given.credential(command_required=True)
+    assert credential is not None and credential.key == jwt_key and credential.command is None

@@ -188,6 +188,7 @@ async def test_right_key_is_sent_as_x_api_key(keyed_url: str, made: list[str]) -
 async def test_key_travels_in_the_x_api_key_header(faulty: FaultyApp, faulty_url: str) -> None:
     backend = Backend.remote(faulty_url, "tml-sent", "--api-key flag")
     async with CheckpointClient(backend) as client:
-        await client.healthz()
-    assert faulty.headers[-1]["x-api-key"] == "tml-sent"
+        await client.list_checkpoints()
+    assert faulty.requests[0] == ("POST", "/api/v1/client/config")  # the SDK's start-up
+    assert [headers["x-api-key"] for headers in faulty.headers] == ["tml-sent", "tml-sent"]
     assert "authorization" not in faulty.headers[-1]

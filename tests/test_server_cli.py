@@ -94,3 +94,45 @@ def test_serve_runs_and_stops_cleanly(tmp_path: Path, stop: signal.Signals) -> N
     assert key not in line
     assert "auth on" in line
     assert f"TINKER_BASE_URL={url}" in line
+
+
+def test_jwt_needs_a_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--jwt", "--credential-cmd"):
+        assert main(["serve", str(tmp_path / "s"), "--port", "0", flag]) == 2
+        assert "--jwt needs an API key" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_jwt_lifetime_must_be_whole_positive_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad in ("0", "1.5"):
+        with pytest.raises(SystemExit):
+            main(["serve", str(tmp_path / "s"), "--jwt", "--jwt-lifetime", bad])
+        assert "--jwt-lifetime" in capsys.readouterr().err
+
+
+def test_serve_credential_cmd_exchanges_keys_for_jwts(tmp_path: Path) -> None:
+    key = "tml-cli-secret"
+    command = [sys.executable, "-m", "ckpt_tui", "serve", str(tmp_path / "store"), "--port", "0"]
+    flags = ["--api-key", key, "--credential-cmd", "--jwt-lifetime", "5"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        [*command, *flags], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        try:
+            url = line.split("serving ", 1)[1].split(" ", 1)[0]
+            config = httpx.post(f"{url}/api/v1/client/config", json={}, timeout=10).json()
+            token = httpx.post(
+                f"{url}/api/v1/auth/token", json={}, headers={"X-API-Key": key}, timeout=10
+            ).json()["jwt"]
+            listed = httpx.get(f"{url}/api/v1/checkpoints", headers={"X-API-Key": token})
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=20) == 0
+    assert config == {"pjwt_auth_enabled": True, "credential_default_source": "credential_cmd"}
+    assert listed.status_code == 200
+    assert "5 s JWTs" in line and "TINKER_CREDENTIAL_CMD=" in line
+    assert key not in line

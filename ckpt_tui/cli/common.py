@@ -17,6 +17,7 @@ ckpt-tui: no backend configured. Any one of these gives it one:
   ckpt-tui --local STORE              a local store folder (what `ckpt-tui serve` serves)
   ckpt-tui --url URL --api-key KEY    a checkpoint server (e.g. `ckpt-tui serve` elsewhere)
   TINKER_API_KEY=tml-... ckpt-tui     the hosted Tinker service (or `tinker auth login` once)
+  TINKER_CREDENTIAL_CMD=CMD ckpt-tui  the hosted service, with a command that prints a credential
   TINKER_BASE_URL=URL                 another server, as the tinker SDK reads it"""
 
 
@@ -52,7 +53,7 @@ def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = 
     if backend.local_store is not None:
         check_local_folder(backend.local_store)
         return backend
-    if args.url or env.get("TINKER_BASE_URL") or backend.api_key:
+    if args.url or env.get("TINKER_BASE_URL") or backend.credential():
         return backend
     raise NoBackendError(NO_BACKEND_MESSAGE)
 

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
     try:
-        snapshot = asyncio.run(fetch(backend, log_settings_from_args(args)))
+        snapshot, described = asyncio.run(fetch(backend, log_settings_from_args(args)))
     except ClientError as exc:
         return fail(describe_client_error(exc))
     runs = choose_runs(snapshot, args.run)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         return fail(f"no run matches {', '.join(args.run)}; known runs: {known}", 2)
     now = (clock or clock_from_environ()).now()
     if args.json:
-        document = ls_document(backend.describe(), runs, snapshot.problems, now)
+        document = ls_document(described, runs, snapshot.problems, now)
         print(json.dumps(document, indent=2))
     else:
         lines = table_lines(runs, now) if snapshot.catalog.runs else [backend.nothing_found()]
@@ -67,9 +67,10 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     return 0
 
 
-async def fetch(backend: Backend, settings: LogDirSettings) -> Snapshot:
+async def fetch(backend: Backend, settings: LogDirSettings) -> tuple[Snapshot, str]:
+    """The snapshot, and the backend as start-up settled it (e.g. 'JWTs for the key from ...')."""
     async with CheckpointClient(backend) as client:
-        return await load_snapshot(client, settings)
+        return await load_snapshot(client, settings), client.describe()
 
 
 def choose_runs(snapshot: Snapshot, wanted: list[str]) -> list[RunSummary] | None:

@@ -155,6 +155,8 @@ class Result:
     snapshot: Snapshot
     plan: Plan
     outcomes: list[Outcome] | None
+    backend: str
+    """The backend as start-up settled it (e.g. 'JWTs for the key from ...')."""
 
 
 def plan_snapshot(snapshot: Snapshot, job: Job) -> Plan:
@@ -179,7 +181,8 @@ async def prune(backend: Backend, settings: LogDirSettings, job: Job) -> Result:
         if job.execute:
             targets = [row.tinker_path for row in the_plan.to_delete]
             outcomes = await client.bulk_delete(targets) if targets else []
-    return Result(snapshot, the_plan, outcomes)
+        described = client.describe()
+    return Result(snapshot, the_plan, outcomes, described)
 
 
 def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, float | None, Backend]:
@@ -207,15 +210,15 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc))
-    show(result, backend, rate, args.json)
+    show(result, rate, args.json)
     failed = result.outcomes is not None and any(not o.ok for o in result.outcomes)
     return 1 if failed else 0
 
 
-def show(result: Result, backend: Backend, rate: float | None, as_json: bool) -> None:
+def show(result: Result, rate: float | None, as_json: bool) -> None:
     problems = result.snapshot.problems
     if as_json:
-        document = plan_document(result.plan, backend.describe(), rate, result.outcomes, problems)
+        document = plan_document(result.plan, result.backend, rate, result.outcomes, problems)
         print(json.dumps(document, indent=2))
         return
     for problem in problems:

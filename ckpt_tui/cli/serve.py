@@ -8,11 +8,18 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ckpt_tui.store import Store
 
 API_KEY_ENV = "CKPT_TUI_API_KEY"
+DEFAULT_JWT_LIFETIME = 900
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
 USAGE_ERROR = 2
@@ -24,6 +31,10 @@ REST API, so the official `tinker` CLI/SDK and `ckpt-tui` can browse and manage 
 Without an API key the server only binds to a loopback address. With one (--api-key, or the
 environment variable {API_KEY_ENV}), every call but GET /api/v1/healthz must send it in the
 X-API-Key header. The tinker SDK only accepts keys that start with "tml-".
+With --jwt (needs a key) the server works like an organisation with JWT exchange on: clients
+trade the key for a short-lived JWT at POST /api/v1/auth/token and send that JWT instead.
+--credential-cmd (implies --jwt) also tells clients to take the credential to trade from the
+command in $TINKER_CREDENTIAL_CMD.
 A STORE folder that is not writable is refused: the server must be able to delete expired
 checkpoints. Stop the server with Ctrl-C.
 """
@@ -46,7 +57,75 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"key every client must send (default: ${API_KEY_ENV}; none = no auth, loopback only)",
     )
+    parser.add_argument(
+        "--jwt",
+        action="store_true",
+        help="JWT exchange: clients trade the API key for short-lived JWTs (needs a key)",
+    )
+    parser.add_argument(
+        "--jwt-lifetime",
+        type=positive_seconds,
+        default=DEFAULT_JWT_LIFETIME,
+        metavar="SECONDS",
+        help=f"how long each JWT is valid (default {DEFAULT_JWT_LIFETIME})",
+    )
+    parser.add_argument(
+        "--credential-cmd",
+        action="store_true",
+        help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
+    )
     parser.set_defaults(func=run)
+
+
+def positive_seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole seconds, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 second, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class AuthOptions:
+    """How the server authenticates: the key, and whether it exchanges it for JWTs."""
+
+    api_key: str | None
+    key_hint: str
+    jwt_lifetime: int | None = None
+    """Seconds each JWT lives; None: no JWT exchange."""
+    credential_cmd: bool = False
+
+    def describe(self) -> str:
+        if self.api_key is None:
+            return "off (loopback only)"
+        if self.jwt_lifetime is None:
+            return "on (X-API-Key)"
+        source = ", credential from TINKER_CREDENTIAL_CMD" if self.credential_cmd else ""
+        return f"on (API key exchanged for {self.jwt_lifetime} s JWTs{source})"
+
+
+def auth_options(args: argparse.Namespace) -> AuthOptions:
+    """The server's authentication from the arguments; ServeError if they do not fit."""
+    api_key, key_hint = resolve_api_key(args.api_key)
+    jwt = args.jwt or args.credential_cmd
+    if jwt and api_key is None:
+        raise ServeError(
+            f"--jwt needs an API key to exchange for JWTs: pass --api-key KEY "
+            f"(or set {API_KEY_ENV})"
+        )
+    lifetime = args.jwt_lifetime if jwt else None
+    return AuthOptions(api_key, key_hint, lifetime, args.credential_cmd)
+
+
+def build_app(store: Store, auth: AuthOptions) -> Starlette:
+    """The server's app over `store`, authenticating as `auth` says."""
+    from ckpt_tui.server import create_app
+    from ckpt_tui.server.tokens import JwtIssuer
+
+    issuer = None if auth.jwt_lifetime is None else JwtIssuer(auth.jwt_lifetime)
+    return create_app(store, api_key=auth.api_key, jwt=issuer, credential_cmd=auth.credential_cmd)
 
 
 class ServeError(Exception):
@@ -109,23 +188,28 @@ def client_url(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def start_line(sock: socket.socket, store: Path, api_key: str | None, key_hint: str) -> str:
+def start_line(sock: socket.socket, store: Path, auth: AuthOptions) -> str:
     """The one line printed on start: where, what, auth, and how to point `tinker` at it."""
     url = client_url(sock)
     host, port = sock.getsockname()[:2]
     where = url if host in url else f"{url} (listening on {host}:{port})"
-    auth = "on (X-API-Key)" if api_key else "off (loopback only)"
-    env_key = key_hint if api_key else "tml-local"
+    env_key = auth.key_hint if auth.api_key else "tml-local"
+    credential = (
+        f"TINKER_CREDENTIAL_CMD='echo {env_key}'"
+        if auth.credential_cmd
+        else f"TINKER_API_KEY={env_key}"
+    )
     return (
-        f"ckpt-tui serving {where} | store {store} | auth {auth} | "
-        f"use: TINKER_BASE_URL={url} TINKER_API_KEY={env_key} tinker checkpoint list"
+        f"ckpt-tui serving {where} | store {store} | auth {auth.describe()} | "
+        f"use: TINKER_BASE_URL={url} {credential} tinker checkpoint list"
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the arguments, then serve until Ctrl-C."""
-    api_key, key_hint = resolve_api_key(args.api_key)
     try:
+        auth = auth_options(args)
+        api_key = auth.api_key
         if not api_key and not is_loopback(args.host):
             raise ServeError(
                 f"refusing to serve on non-loopback host {args.host} without an API key: "
@@ -141,14 +225,13 @@ def run(args: argparse.Namespace) -> int:
             "ckpt-tui serve: note: the tinker SDK only sends keys starting with 'tml-'",
             file=sys.stderr,
         )
-    return serve_forever(root, sock, api_key, key_hint)
+    return serve_forever(root, sock, auth)
 
 
-def serve_forever(root: Path, sock: socket.socket, api_key: str | None, key_hint: str) -> int:
+def serve_forever(root: Path, sock: socket.socket, auth: AuthOptions) -> int:
     """Open the store, run uvicorn on `sock` until a signal, close the store."""
     import uvicorn
 
-    from ckpt_tui.server import create_app
     from ckpt_tui.store import Store, StoreError
 
     try:
@@ -159,8 +242,8 @@ def serve_forever(root: Path, sock: socket.socket, api_key: str | None, key_hint
         return USAGE_ERROR
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        config = uvicorn.Config(create_app(store, api_key=api_key), log_level="warning")
-        print(start_line(sock, root, api_key, key_hint), flush=True)
+        config = uvicorn.Config(build_app(store, auth), log_level="warning")
+        print(start_line(sock, root, auth), flush=True)
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn already shut down gracefully, then re-raised the signal

@@ -31,10 +31,11 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.client import bulk, paging
-from ckpt_tui.client.connection import API_KEY_HEADER, Backend, check_base_url
-from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed
+from ckpt_tui.client.connection import Backend, check_base_url
+from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed, decoded
 from ckpt_tui.client.paging import Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
+from ckpt_tui.client.session import Session
 
 CheckpointRef = TinkerPath | str | Checkpoint
 AccessScope = Literal["owned", "accessible"]
@@ -93,7 +94,9 @@ class CheckpointClient:
 
     `transport` replaces the network (e.g. `httpx.ASGITransport(app=...)`); in local mode the
     server's app is built in-process over `Store.open(backend.local_store)`. `on_close` runs
-    at `aclose()` (e.g. to close a store the caller opened for `transport`).
+    at `aclose()` (e.g. to close a store the caller opened for `transport`). The first call
+    starts up as the tinker SDK does (client config, then API key or JWT exchange): see
+    ckpt_tui.client.session.
     """
 
     def __init__(
@@ -112,16 +115,14 @@ class CheckpointClient:
             transport, self._on_close = _local_transport(backend.local_store)
         elif backend.local_store is None:
             check_base_url(backend.base_url)
-        headers = {"User-Agent": f"ckpt-tui/{__version__}"}
-        if backend.api_key:
-            headers[API_KEY_HEADER] = backend.api_key
+        self.session = Session(backend, self._send_start_up)
         self._http = httpx.AsyncClient(
             base_url=backend.base_url,
-            headers=headers,
+            headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=(timeouts or Timeouts()).to_httpx(),
             transport=transport,
+            auth=self.session,
         )
-        self._target = Target(backend.display_url, backend.key_source)
 
     @classmethod
     async def connect(
@@ -149,35 +150,40 @@ class CheckpointClient:
     ) -> None:
         await self.aclose()
 
+    def describe(self) -> str:
+        """Where this client talks to, and with which credential (never the credential)."""
+        return self.session.describe()
+
     async def aclose(self) -> None:
         """Close connections (and the local store, in local mode)."""
+        await self.session.aclose()
         await self._http.aclose()
         if self._on_close is not None:
             self._on_close()
             self._on_close = None
 
     # --- plumbing ----------------------------------------------------------------------------
+    @property
+    def _target(self) -> Target:
+        return Target(self.backend.display_url, lambda: self.session.credential_description)
+
     async def _send(self, call: Call) -> httpx.Response:
         return await send_with_retries(self._http, call, self.retry, self._target)
+
+    async def _send_start_up(self, call: Call, credential: str | None) -> httpx.Response:
+        target = Target(self.backend.display_url, lambda: credential)
+        return await send_with_retries(self._http, call, self.retry, target)
 
     async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
         """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""
         response = await self._send(call)
-        try:
-            return decoder.decode(response.content)
-        except msgspec.ValidationError as exc:
-            message = (
-                f"{self._target.display_url} answered {call.subject} in an unexpected shape: {exc}"
-            )
-            raise BadResponse(message, detail=str(exc)) from None
-        except msgspec.DecodeError:
-            message = f"{self._target.display_url} answered {call.subject} with no JSON object"
-            raise BadResponse(message, detail=response.text[:300]) from None
+        return decoded(response, decoder, self.backend.display_url, call.subject)
 
     # --- reads -------------------------------------------------------------------------------
     async def healthz(self) -> bool:
         """True when the server says it is ok (the local server's `GET /api/v1/healthz`)."""
-        health = await self._decode(Call("GET", f"{API}/healthz", "the health check"), _HEALTH)
+        call = Call("GET", f"{API}/healthz", "the health check", authenticated=False)
+        health = await self._decode(call, _HEALTH)
         return health.status == "ok"
 
     async def list_training_runs(

@@ -3,9 +3,14 @@
 Resolution order (`resolve_backend`):
 1. `--local STORE`: the server's app in-process, no port, no key;
 2. URL: `--url`, else `$TINKER_BASE_URL`, else the hosted service;
-   key: `--api-key`, else `$TINKER_API_KEY`, else the default key that `tinker auth login`
-   stored in `~/.tinker/credentials.json`.
+   key: `--api-key`, else `$TINKER_API_KEY`, else (when `$TINKER_CREDENTIAL_CMD` is not set)
+   the default key that `tinker auth login` stored in `~/.tinker/credentials.json`.
+   `$TINKER_CREDENTIAL_CMD` is kept too: the server's client config may demand it, and it is
+   the fallback when no key is given (see `Backend.credential`).
 Empty values count as unset (as in the SDK). The key is never part of `repr`/`str`.
+
+How the key is then used (sent as is, or exchanged for JWTs) is settled at start-up by
+ckpt_tui.client.session, as the SDK does.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV
 from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
+from ckpt_tui.client.tokens import is_jwt
 
 DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 """The hosted service, as `tinker.lib.base_url.DEFAULT_BASE_URL` (SDK 0.38.0) names it."""
@@ -44,22 +51,84 @@ def default_credentials_path() -> Path:
 
 
 @dataclass(frozen=True)
+class Credential:
+    """One credential to present: a fixed key, or a command that prints a fresh one."""
+
+    source: str
+    """Where it comes from, for people: `--api-key flag`, `TINKER_CREDENTIAL_CMD`, ..."""
+    key: str | None = field(default=None, repr=False)
+    command: str | None = field(default=None, repr=False)
+
+    @property
+    def description(self) -> str:
+        """'the API key from X' or 'the credential from TINKER_CREDENTIAL_CMD'."""
+        kind = "credential" if self.command is not None else "API key"
+        return f"the {kind} from {self.source}"
+
+    @property
+    def short(self) -> str:
+        """'key from X' or 'credential from TINKER_CREDENTIAL_CMD', for a status line."""
+        kind = "credential" if self.command is not None else "key"
+        return f"{kind} from {self.source}"
+
+
+@dataclass(frozen=True)
 class Backend:
-    """A resolved place to talk to: a base URL with an optional key, or a local store folder."""
+    """A resolved place to talk to: a base URL with an optional key, or a local store folder.
+
+    `project` narrows the training runs to one project (`GET /training_runs?project_id=`).
+    """
 
     base_url: str
     api_key: str | None = field(default=None, repr=False, compare=False)
     key_source: str | None = None
     local_store: Path | None = None
+    credential_cmd: str | None = field(default=None, repr=False, compare=False)
+    project: str | None = None
 
     @classmethod
     def remote(
-        cls, base_url: str, api_key: str | None = None, key_source: str | None = None
+        cls,
+        base_url: str,
+        api_key: str | None = None,
+        key_source: str | None = None,
+        *,
+        credential_cmd: str | None = None,
+        project: str | None = None,
     ) -> Backend:
         """A server at `base_url` (a trailing `/` is dropped)."""
         if api_key and key_source is None:
             key_source = "the given API key"
-        return cls(base_url.rstrip("/"), api_key or None, key_source if api_key else None)
+        return cls(
+            base_url.rstrip("/"),
+            api_key or None,
+            key_source if api_key else None,
+            credential_cmd=credential_cmd or None,
+            project=project or None,
+        )
+
+    def credential(self, *, command_required: bool = False) -> Credential | None:
+        """The credential to present, as the SDK picks it (`resolve_auth_provider`).
+
+        A JWT given as the key is used as is. When the server's client config demands the
+        credential command (`command_required`), it is used instead of any other key, and
+        CredentialsError says so when it is not set. Otherwise the key comes first and the
+        command is the fallback. None: nothing is configured.
+        """
+        key = self.api_key
+        if key and is_jwt(key):
+            return Credential(self.key_source or "the given API key", key)
+        command = Credential(CREDENTIAL_CMD_ENV, command=self.credential_cmd)
+        if command_required:
+            if self.credential_cmd is None:
+                raise CredentialsError(
+                    f"{self.base_url} requires dynamic credentials: set {CREDENTIAL_CMD_ENV} "
+                    "to a command that prints a valid credential"
+                )
+            return command
+        if key:
+            return Credential(self.key_source or "the given API key", key)
+        return command if self.credential_cmd is not None else None
 
     @classmethod
     def local(cls, store: Path) -> Backend:
@@ -75,12 +144,16 @@ class Backend:
         """What messages call this backend: the URL, or `local store PATH`."""
         return f"local store {self.local_store}" if self.local_store else self.base_url
 
-    def describe(self) -> str:
-        """One line for a status bar: where, and where the key came from (never the key)."""
+    def describe(self, credential: str | None = None) -> str:
+        """One line for a status bar: where, where the key came from (never the key), and the
+        project. `credential` replaces the key's part once start-up has settled it."""
         if self.local_store is not None:
             return self.display_url
-        key = f"key from {self.key_source}" if self.key_source else "no API key"
-        return f"{self.base_url} ({key})"
+        if credential is None:
+            configured = self.credential()
+            credential = None if configured is None else configured.short
+        project = f", project {self.project}" if self.project else ""
+        return f"{self.base_url} ({credential or 'no API key'}{project})"
 
     def short_name(self) -> str:
         """A few words for a narrow screen: 'local store …/demo/store', 'Tinker (hosted)',
@@ -110,6 +183,7 @@ def resolve_backend(
     api_key: str | None = None,
     env: Mapping[str, str] | None = None,
     credentials_path: Path | None = None,
+    project: str | None = None,
 ) -> Backend:
     """Pick the backend from flags, then the environment, then the credentials file."""
     if local:
@@ -117,15 +191,24 @@ def resolve_backend(
     env = os.environ if env is None else env
     base_url = url or env.get("TINKER_BASE_URL") or DEFAULT_BASE_URL
     check_base_url(base_url, "--url" if url else "TINKER_BASE_URL")
-    if api_key:
-        return Backend.remote(base_url, api_key, "--api-key flag")
+    command = env.get(CREDENTIAL_CMD_ENV) or None
+    key, source = _key_and_source(api_key, env, credentials_path, command)
+    return Backend.remote(base_url, key, source, credential_cmd=command, project=project)
+
+
+def _key_and_source(
+    flag: str | None, env: Mapping[str, str], credentials_path: Path | None, command: str | None
+) -> tuple[str | None, str | None]:
+    if flag:
+        return flag, "--api-key flag"
     if env.get("TINKER_API_KEY"):
-        return Backend.remote(base_url, env["TINKER_API_KEY"], "TINKER_API_KEY")
-    stored = read_default_key(credentials_path)
+        return env["TINKER_API_KEY"], "TINKER_API_KEY"
+    # As in the SDK, the stored default must not shadow the credential command.
+    stored = None if command else read_default_key(credentials_path)
     if stored is None:
-        return Backend.remote(base_url)
+        return None, None
     _name, key, source = stored
-    return Backend.remote(base_url, key, source)
+    return key, source
 
 
 def check_base_url(url: str, source: str = "the server URL") -> None:

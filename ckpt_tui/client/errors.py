@@ -7,7 +7,14 @@ words (the `detail` of its JSON error body) when there was an answer.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+if TYPE_CHECKING:
+    import httpx
+
+T = TypeVar("T")
 
 _MAX_BODY_IN_MESSAGE = 300
 
@@ -85,6 +92,20 @@ class ServerError(ApiError):
     """5xx after every retry."""
 
 
+def decoded(
+    response: httpx.Response, decoder: msgspec.json.Decoder[T], url: str, subject: str
+) -> T:
+    """A 2xx answer's bytes decoded into an API type; BadResponse naming what was wrong."""
+    try:
+        return decoder.decode(response.content)
+    except msgspec.ValidationError as exc:
+        message = f"{url} answered {subject} in an unexpected shape: {exc}"
+        raise BadResponse(message, detail=str(exc)) from None
+    except msgspec.DecodeError:
+        message = f"{url} answered {subject} with no JSON object"
+        raise BadResponse(message, detail=response.text[:_MAX_BODY_IN_MESSAGE]) from None
+
+
 def detail_of(body: bytes, reason: str) -> str:
     """The `detail` of a JSON error body; else the body's text (shortened); else the reason."""
     text = body.decode("utf-8", "replace").strip()
@@ -106,12 +127,12 @@ def api_error(
     *,
     url: str,
     subject: str,
-    key_source: str | None,
+    credential: str | None,
     retry_after: float | None = None,
 ) -> ApiError:
     """The typed error for an error status, with a message that names what went wrong."""
     if status == 401:
-        return AuthError(status, detail, _auth_message(detail, url, key_source))
+        return AuthError(status, detail, _auth_message(detail, url, credential))
     if status == 429:
         message = f"{url} is rate limiting requests ({detail}); wait a moment and try again"
         return RateLimitedError(status, detail, message, retry_after)
@@ -128,10 +149,10 @@ def api_error(
     return cls(status, detail, message)
 
 
-def _auth_message(detail: str, url: str, key_source: str | None) -> str:
-    if key_source is None:
+def _auth_message(detail: str, url: str, credential: str | None) -> str:
+    if credential is None:
         return (
             f"{url} needs an API key: {detail}. Pass --api-key, set TINKER_API_KEY, "
             "or store one with `tinker auth login`"
         )
-    return f"the API key from {key_source} was refused by {url}: {detail}"
+    return f"{credential} was refused by {url}: {detail}"

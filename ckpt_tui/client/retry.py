@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -58,14 +58,19 @@ class Call:
     params: dict[str, Any] | None = None
     body: Any = None
     done_if_retried: frozenset[int] = frozenset()
+    headers: Mapping[str, str] | None = None
+    authenticated: bool = True
+    """False: sent without the client's session auth (start-up calls, the health check)."""
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where calls go, for error messages: the URL shown to people and the key's source."""
+    """Where calls go, for error messages: the URL shown to people, and a function naming the
+    credential that was sent ('the API key from TINKER_API_KEY'; None: none), asked only once
+    an answer is in (start-up, which settles it, runs inside the request)."""
 
     display_url: str
-    key_source: str | None
+    credential: Callable[[], str | None] = field(default=lambda: None, compare=False)
 
 
 @dataclass
@@ -107,6 +112,8 @@ async def _attempt(
             call.path,
             params=call.params,
             json=call.body,
+            headers=call.headers,
+            auth=httpx.USE_CLIENT_DEFAULT if call.authenticated else None,
         )
     except httpx.TransportError as exc:
         return _transport_failure(exc, call, target)
@@ -120,7 +127,7 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
         detail_of(response.content, response.reason_phrase),
         url=target.display_url,
         subject=call.subject,
-        key_source=target.key_source,
+        credential=target.credential(),
         retry_after=retry_after,
     )
     retryable = status == 429 or status >= 500

@@ -1,7 +1,14 @@
-"""API-key check for every endpoint but the health check.
+"""Who may call what: the API key, and with JWT exchange on, the short-lived JWTs.
 
-The SDK sends the key as `X-API-Key` (tinker/lib/_auth_token_provider.py); `Authorization:
-Bearer <key>` is accepted too, for curl and other clients.
+The SDK sends its credential as `X-API-Key` (tinker/lib/_auth_token_provider.py);
+`Authorization: Bearer <key>` is accepted too, for curl and other clients.
+
+- API key only: every call but the health check needs the key.
+- JWT exchange (`ckpt-tui serve --jwt`): `POST /api/v1/auth/token` needs the key and answers
+  a JWT; the client config stays open (the SDK reads it before it has a JWT); every other call
+  needs a valid, unexpired JWT. A refused JWT gets 401 with
+  `WWW-Authenticate: Bearer error="invalid_token"`, which tells the SDK (and ckpt-tui) to
+  exchange the key again and replay the request once.
 """
 
 from __future__ import annotations
@@ -9,11 +16,16 @@ from __future__ import annotations
 import hmac
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ckpt_tui.server.errors import error_response
+from ckpt_tui.server.tokens import JwtIssuer
 
 OPEN_PATHS = frozenset({"/api/v1/healthz"})
+CLIENT_CONFIG_PATH = "/api/v1/client/config"
+TOKEN_PATH = "/api/v1/auth/token"
+INVALID_TOKEN = 'Bearer error="invalid_token"'
 
 
 def presented_key(headers: Headers) -> str | None:
@@ -36,20 +48,41 @@ def key_problem(expected: str, presented: str | None) -> str | None:
     return None
 
 
-class ApiKeyMiddleware:
-    """Refuse (401) HTTP requests that lack the right key; healthz stays open."""
+class AuthMiddleware:
+    """Refuse (401) HTTP requests without the right credential; healthz stays open."""
 
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
+    def __init__(self, app: ASGIApp, api_key: str, issuer: JwtIssuer | None = None) -> None:
         self.app = app
         self.api_key = api_key
+        self.issuer = issuer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        refusal = None if scope["type"] != "http" else self.refusal(scope)
+        if refusal is None:
             await self.app(scope, receive, send)
-            return
-        problem = key_problem(self.api_key, presented_key(Headers(scope=scope)))
+        else:
+            await refusal(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """The 401 answer for this request, or None to let it through."""
+        path = scope["path"]
+        if path in OPEN_PATHS or (self.issuer is not None and path == CLIENT_CONFIG_PATH):
+            return None
+        presented = presented_key(Headers(scope=scope))
+        if self.issuer is None or path == TOKEN_PATH:
+            problem = key_problem(self.api_key, presented)
+            if problem is None:
+                return None
+            return error_response(401, problem, headers={"WWW-Authenticate": "Bearer"})
+        if presented is None:
+            detail = (
+                "missing JWT: this server exchanges the API key for a JWT at "
+                f"POST {TOKEN_PATH}; send that JWT in the X-API-Key header"
+            )
+            return error_response(401, detail, headers={"WWW-Authenticate": "Bearer"})
+        problem = self.issuer.problem(presented)
         if problem is None:
-            await self.app(scope, receive, send)
-            return
-        response = error_response(401, problem, headers={"WWW-Authenticate": "Bearer"})
-        await response(scope, receive, send)
+            return None
+        # No `x-should-retry: false` here: a retry with a fresh JWT does help, and the SDK
+        # replays on this answer in its auth flow (tinker/lib/_jwt_auth.py).
+        return error_response(401, problem, headers={"WWW-Authenticate": INVALID_TOKEN})

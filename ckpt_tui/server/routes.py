@@ -41,8 +41,17 @@ async def healthz(request: Request) -> Response:
 
 
 async def client_config(request: Request) -> Response:
-    """SDK start-up: `{}` means all defaults (JWT exchange off)."""
-    return json_response({})
+    """SDK start-up: `{}` means all defaults (JWT exchange off); see `create_app`."""
+    return json_response(request.app.state.client_config)
+
+
+async def auth_token(request: Request) -> Response:
+    """Trade the API key (checked by the auth middleware) for a short-lived JWT."""
+    issuer = request.app.state.jwt_issuer
+    if issuer is None:
+        detail = "JWT exchange is off on this server (`ckpt-tui serve --jwt` turns it on)"
+        raise ApiError(404, detail)
+    return json_response({"jwt": issuer.mint()})
 
 
 async def telemetry(request: Request) -> Response:
@@ -113,6 +122,7 @@ API = "/api/v1"
 ROUTES = [
     _route(f"{API}/healthz", healthz, ["GET"]),
     _route(f"{API}/client/config", client_config, ["POST"]),
+    _route(f"{API}/auth/token", auth_token, ["POST"]),
     _route(f"{API}/telemetry", telemetry, ["POST"]),
     _route(f"{API}/training_runs", list_runs, ["GET"]),
     _route(f"{API}/training_runs/{{run_id}}", get_run, ["GET"]),

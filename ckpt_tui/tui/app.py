@@ -74,6 +74,11 @@ class CkptApp(App[None]):
                 self._client = await CheckpointClient.connect(self.backend)
         return self._client
 
+    def describe_backend(self) -> str:
+        """Where the app talks to and with which credential, as start-up settled it."""
+        client = self._client
+        return client.describe() if client is not None else self.backend.describe()
+
     def get_default_screen(self) -> Screen[None]:
         from ckpt_tui.tui.screens.main import MainScreen
 

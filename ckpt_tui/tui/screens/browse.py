@@ -282,7 +282,7 @@ class BrowseScreen(Screen[None]):
         backend = app.backend
         width = self.size.width - 2  # the line's padding
         header = header_text(
-            backend.describe(), self.catalog, now, app.storage_rate, width, backend.short_name()
+            app.describe_backend(), self.catalog, now, app.storage_rate, width, backend.short_name()
         )
         # Fixed-height lines: no layout pass needed, and a layout costs ~25 ms per key press.
         self.query_one("#header-line", Static).update(header, layout=False)
