@@ -16,7 +16,8 @@ from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import unique_by
 from ckpt_tui.heap import collect_young, collector_paused, keep_long_lived
-from ckpt_tui.logdirs import Discovery, default_runs_root, discover_log_dirs
+from ckpt_tui.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs
+from ckpt_tui.records import record_paths
 
 Progress = Callable[[int, int], None]
 PARTIAL_EVERY = 0.25
@@ -157,24 +158,53 @@ async def load_snapshot(
     """
     cache = cache or RowCache()
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+    project = client.backend.project
     try:
-        runs = await client.list_all_training_runs()
+        runs = await client.list_all_training_runs(project_id=project)
+        in_project = InProject(runs) if project is not None else None
         checkpoints: list[Checkpoint] = []
         last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
         async for page in client.iter_checkpoint_pages():
-            checkpoints.extend(page.items)
+            items = page.items if in_project is None else in_project.checkpoints(page.items)
+            checkpoints.extend(items)
             if on_progress is not None:
                 on_progress(len(checkpoints), page.total)
             if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
                 discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+                discovery = discovery if in_project is None else in_project.discovery(discovery)
                 on_partial(await joined(runs, checkpoints, discovery, {}, cache))
                 last_partial = time.monotonic()
         infos = await fetch_weights_info(client, checkpoints)
         discovery = await discovery_task
+        discovery = discovery if in_project is None else in_project.discovery(discovery)
     except BaseException:
         discovery_task.cancel()
         raise
     return await joined(runs, checkpoints, discovery, infos, cache)
+
+
+class InProject:
+    """With `--project`: only the project's runs, their checkpoints, and the log dirs that name
+    them (`/checkpoints` lists every project's; a log dir names no project, only runs)."""
+
+    def __init__(self, runs: Sequence[TrainingRun]) -> None:
+        self.run_ids = frozenset(run.training_run_id for run in runs)
+
+    def checkpoints(self, items: Sequence[Checkpoint]) -> list[Checkpoint]:
+        return [checkpoint for checkpoint in items if checkpoint.run_id in self.run_ids]
+
+    def discovery(self, found: Discovery) -> Discovery:
+        kept = [log_dir for log_dir in found.log_dirs if self.names_a_run(log_dir)]
+        return Discovery(kept, found.problems)
+
+    def names_a_run(self, log_dir: LogDir) -> bool:
+        records = log_dir.records_file.records if log_dir.records_file else []
+        for record in records:
+            paths = record_paths(record)
+            for path in (paths.state, paths.sampler):
+                if path is not None and path.run_id in self.run_ids:
+                    return True
+        return False
 
 
 async def joined(

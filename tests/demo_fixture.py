@@ -31,11 +31,13 @@ def served_demo(
     clock: FixedClock,
     seed: int = 7,
     wrap: Callable[[Any], Any] | None = None,
+    **app_options: Any,
 ) -> Iterator[ServedDemo]:
-    """Build the demo under `root` and serve it; `wrap` may put e.g. a FaultyApp in front."""
+    """Build the demo under `root` and serve it; `wrap` may put e.g. a FaultyApp in front;
+    `app_options` go to `create_app` (e.g. `api_key`, `jwt`)."""
     paths = build_demo(root, seed, clock)
     store = Store.open(paths.store, clock)
-    app = create_app(store, sweep_interval=None)
+    app = create_app(store, sweep_interval=None, **app_options)
     try:
         with run_server(wrap(app) if wrap else app) as url:
             yield ServedDemo(paths, url, store, clock)

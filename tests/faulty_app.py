@@ -80,6 +80,11 @@ class FaultyApp:
         self.failing_names = set(names)
         self.failing_status = status
 
+    def clear_faults(self) -> None:
+        """From now on, forward every request."""
+        self._rules.clear()
+        self.failing_names = set()
+
     def count(self, method: str | None = None, path: str = "") -> int:
         """How many requests so far matched `method` (None = any) and contain `path`."""
         return sum(1 for m, p in self.requests if (method is None or m == method) and path in p)

@@ -156,7 +156,7 @@ async def test_a_failed_renewal_is_one_clear_error_and_the_next_call_recovers(
         server.faulty.fail_first(policy.max_attempts, status=503, path=TOKEN_PATH)
         with pytest.raises(ServerError) as caught:
             await client.list_training_runs()
-        assert "the exchange of the credential for a JWT" in caught.value.message
+        assert "the JWT exchange" in caught.value.message
         assert (await client.list_training_runs()).total == 2  # what `r` does in the TUI
 
 

@@ -34,6 +34,12 @@ def add_backend_args(parser: argparse.ArgumentParser) -> None:
         help="API key (else $TINKER_API_KEY, else the default key of `tinker auth login`)",
     )
     parser.add_argument(
+        "--project",
+        type=project_id,
+        metavar="ID",
+        help="only the training runs of this project (and their checkpoints and log dirs)",
+    )
+    parser.add_argument(
         "--log-dir",
         action="append",
         default=[],
@@ -43,13 +49,21 @@ def add_backend_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def project_id(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a project id (an empty one would mean every run)")
+    return text
+
+
 def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Backend:
     """The backend the flags, the environment or the credentials file name.
 
     NoBackendError when none of them names one (no local store, URL or key anywhere).
     """
     env = os.environ if env is None else env
-    backend = resolve_backend(local=args.local, url=args.url, api_key=args.api_key, env=env)
+    backend = resolve_backend(
+        local=args.local, url=args.url, api_key=args.api_key, env=env, project=args.project
+    )
     if backend.local_store is not None:
         check_local_folder(backend.local_store)
         return backend

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ckpt_tui.cli.prune import positive_int
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -64,7 +66,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--jwt-lifetime",
-        type=positive_seconds,
+        type=positive_int,
         default=DEFAULT_JWT_LIFETIME,
         metavar="SECONDS",
         help=f"how long each JWT is valid (default {DEFAULT_JWT_LIFETIME})",
@@ -75,16 +77,6 @@ def register(subparsers: Any) -> None:
         help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
     )
     parser.set_defaults(func=run)
-
-
-def positive_seconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole seconds, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 second, got {value}")
-    return value
 
 
 @dataclass(frozen=True)

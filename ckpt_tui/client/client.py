@@ -187,10 +187,16 @@ class CheckpointClient:
         return health.status == "ok"
 
     async def list_training_runs(
-        self, limit: int = 20, offset: int = 0, access_scope: AccessScope = "owned"
+        self,
+        limit: int = 20,
+        offset: int = 0,
+        access_scope: AccessScope = "owned",
+        project_id: str | None = None,
     ) -> Page[TrainingRun]:
-        """One page of runs, newest activity first."""
-        params = {"limit": limit, "offset": offset, "access_scope": access_scope}
+        """One page of runs, newest activity first; only one project's with `project_id`."""
+        params: dict[str, object] = {"limit": limit, "offset": offset, "access_scope": access_scope}
+        if project_id is not None:
+            params["project_id"] = project_id
         call = Call("GET", f"{API}/training_runs", "the list of training runs", params)
         page = await self._decode(call, _RUNS_PAGE)
         return Page(page.training_runs, offset, page.cursor.total_count)
@@ -272,12 +278,16 @@ class CheckpointClient:
         return paging.unique_by(items, lambda checkpoint: checkpoint.tinker_path)
 
     def iter_training_run_pages(
-        self, page_size: int = 100, concurrency: int = 8, access_scope: AccessScope = "owned"
+        self,
+        page_size: int = 100,
+        concurrency: int = 8,
+        access_scope: AccessScope = "owned",
+        project_id: str | None = None,
     ) -> AsyncIterator[Page[TrainingRun]]:
         """Pages of `/training_runs` as they arrive."""
 
         async def fetch(limit: int, offset: int) -> Page[TrainingRun]:
-            return await self.list_training_runs(limit, offset, access_scope)
+            return await self.list_training_runs(limit, offset, access_scope, project_id)
 
         return paging.iter_pages(fetch, page_size, concurrency)
 
@@ -287,9 +297,10 @@ class CheckpointClient:
         concurrency: int = 8,
         on_progress: Progress | None = None,
         access_scope: AccessScope = "owned",
+        project_id: str | None = None,
     ) -> list[TrainingRun]:
-        """Every run, newest activity first, de-duplicated by id."""
-        pages = self.iter_training_run_pages(page_size, concurrency, access_scope)
+        """Every run (of one project, with `project_id`), newest activity first, by id once."""
+        pages = self.iter_training_run_pages(page_size, concurrency, access_scope, project_id)
         items = await paging.collect(pages, on_progress)
         return paging.unique_by(items, lambda run: run.training_run_id)
 

@@ -131,9 +131,9 @@ class Backend:
         return command if self.credential_cmd is not None else None
 
     @classmethod
-    def local(cls, store: Path) -> Backend:
+    def local(cls, store: Path, project: str | None = None) -> Backend:
         """The store at `store`, served in-process."""
-        return cls(LOCAL_BASE_URL, local_store=Path(store))
+        return cls(LOCAL_BASE_URL, local_store=Path(store), project=project or None)
 
     @property
     def is_local(self) -> bool:
@@ -147,17 +147,21 @@ class Backend:
     def describe(self, credential: str | None = None) -> str:
         """One line for a status bar: where, where the key came from (never the key), and the
         project. `credential` replaces the key's part once start-up has settled it."""
+        project = f", project {self.project}" if self.project else ""
         if self.local_store is not None:
-            return self.display_url
+            return f"{self.display_url}{project}"
         if credential is None:
             configured = self.credential()
             credential = None if configured is None else configured.short
-        project = f", project {self.project}" if self.project else ""
         return f"{self.base_url} ({credential or 'no API key'}{project})"
 
     def short_name(self) -> str:
         """A few words for a narrow screen: 'local store …/demo/store', 'Tinker (hosted)',
-        or the server's host and port."""
+        or the server's host and port; and the project, when one is chosen."""
+        project = f", project {self.project}" if self.project else ""
+        return self._short_place() + project
+
+    def _short_place(self) -> str:
         if self.local_store is not None:
             parts = self.local_store.parts
             tail = "/".join(parts[-2:]) if len(parts) > 2 else str(self.local_store)
@@ -187,7 +191,7 @@ def resolve_backend(
 ) -> Backend:
     """Pick the backend from flags, then the environment, then the credentials file."""
     if local:
-        return Backend.local(Path(local))
+        return Backend.local(Path(local), project)
     env = os.environ if env is None else env
     base_url = url or env.get("TINKER_BASE_URL") or DEFAULT_BASE_URL
     check_base_url(base_url, "--url" if url else "TINKER_BASE_URL")

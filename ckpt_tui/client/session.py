@@ -205,7 +205,7 @@ class Session(httpx.Auth):
         assert self._exchanged is not None
         credential = await present(self._exchanged)
         call = Call(
-            "POST", TOKEN_PATH, "the exchange of the credential for a JWT", body={},
+            "POST", TOKEN_PATH, "the JWT exchange", body={},
             headers={API_KEY_HEADER: credential}, authenticated=False,
         )  # fmt: skip
         response = await self._control(call, self._exchanged.description)

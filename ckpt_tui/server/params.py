@@ -55,6 +55,14 @@ def check_access_scope(request: Request) -> None:
         raise ApiError(400, f"access_scope must be {allowed}, got {scope!r}")
 
 
+def project_id(request: Request) -> str | None:
+    """The optional `project_id` filter of the run list; an empty one is refused."""
+    value = request.query_params.get("project_id")
+    if value is not None and not value.strip():
+        raise ApiError(400, "query parameter 'project_id' must not be empty (leave it out)")
+    return value
+
+
 def path_run_id(request: Request) -> str:
     """The `{run_id}` of the path, checked so it cannot escape the store."""
     return check_run_id(str(request.path_params["run_id"]))

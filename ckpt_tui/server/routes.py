@@ -22,6 +22,7 @@ from ckpt_tui.server.params import (
     parse_tinker_path_body,
     parse_ttl_body,
     path_run_id,
+    project_id,
     read_json_object,
     split_checkpoint_tail,
 )
@@ -62,7 +63,9 @@ async def telemetry(request: Request) -> Response:
 async def list_runs(request: Request) -> Response:
     check_access_scope(request)
     page = parse_page(request, RUNS_PAGE)
-    runs, total = await run_in_threadpool(_store(request).list_runs, page.offset, page.limit)
+    project = project_id(request)
+    store = _store(request)
+    runs, total = await run_in_threadpool(store.list_runs, page.offset, page.limit, project)
     return json_response(TrainingRunsPage(runs, Cursor(page.offset, page.limit, total)))
 
 

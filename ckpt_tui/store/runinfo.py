@@ -15,6 +15,9 @@ from ckpt_tui.store.errors import InvalidRequestError
 from ckpt_tui.store.layout import RUN_JSON
 from ckpt_tui.store.times import from_us, to_us
 
+DEFAULT_PROJECT_ID = "default"
+"""The project of every run whose run.json names none: a store is one project unless told."""
+
 STANDARD_KEYS = frozenset(
     {"base_model", "is_lora", "lora_rank", "model_owner", "user_metadata", "created"}
 )
@@ -32,6 +35,12 @@ class RunInfo:
     user_metadata: dict[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     corrupted: bool = False
+
+    @property
+    def project_id(self) -> str:
+        """run.json's `project_id` (a non-empty string), else DEFAULT_PROJECT_ID."""
+        named = self.extra.get("project_id")
+        return named if isinstance(named, str) and named else DEFAULT_PROJECT_ID
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = dict(self.extra)

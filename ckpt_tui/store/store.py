@@ -105,16 +105,22 @@ class Store(StoreCore):
                 self._notice_changes(force=True)  # the store changed meanwhile: under the lock
 
     # --- reads -----------------------------------------------------------------------------
-    def list_runs(self, offset: int = 0, limit: int | None = None) -> tuple[list[TrainingRun], int]:
-        """Runs, newest activity first, and the total count."""
+    def list_runs(
+        self, offset: int = 0, limit: int | None = None, project_id: str | None = None
+    ) -> tuple[list[TrainingRun], int]:
+        """Runs (of one project, with `project_id`), newest activity first, and their count."""
         _check_page(offset, limit)
         self._notice_changes_unlocked()
-        return self._runs_page(offset, limit)
+        return self._runs_page(offset, limit, project_id)
 
     @locked
-    def _runs_page(self, offset: int, limit: int | None) -> tuple[list[TrainingRun], int]:
+    def _runs_page(
+        self, offset: int, limit: int | None, project_id: str | None
+    ) -> tuple[list[TrainingRun], int]:
         self._index.hide_expired(self._now_us())
         runs = self._index.runs_by_activity()
+        if project_id is not None:
+            runs = [run for run in runs if run.info.project_id == project_id]
         end = None if limit is None else offset + limit
         return [run.training_run() for run in runs[offset:end]], len(runs)
 
