@@ -342,7 +342,10 @@ class StoreCore:
 
     def _adapters_based_on(self, entry: CheckpointEntry) -> list[str]:
         """Tinker paths of discovered adapters whose base_model is `entry`'s folder (or in it)."""
-        target = entry.path.resolve()
+        try:
+            target = entry.path.resolve()
+        except OSError:  # a link swapped while it was read (realpath's readlink is unguarded)
+            target = entry.path.absolute()
         users = []
         for run in self._index.runs.values():
             for other in run.checkpoints.values() if run.discovered else ():
