@@ -84,11 +84,23 @@ def read_run_config(path: Path) -> RunConfig:
 
 @dataclass(frozen=True)
 class Metrics:
-    """`metrics.jsonl` as one (step, value) series per numeric key."""
+    """`metrics.jsonl` as one (step, value) series per numeric key.
+
+    `read_to`, `lines` and `stamp` say how much of the file this holds, so the next read
+    (`read_metrics(path, previous)`) parses only what was appended since.
+    """
 
     series: dict[str, list[tuple[int, float]]]
     skipped: list[SkippedLine]
     error: str | None = None
+    read_to: int = 0
+    lines: int = 0
+    positions: int = 0
+    stamp: FileStamp | None = None
+
+    def is_current(self, path: Path) -> bool:
+        """True if the file is still as this read it (same size and mtime)."""
+        return FileStamp.of(path) == self.stamp
 
 
 def _is_number(value: object) -> bool:
@@ -103,26 +115,60 @@ def _step_of(value: object, position: int) -> int:
     return position
 
 
-def read_metrics(path: Path) -> Metrics:
-    """Read `metrics.jsonl`. A line without an integer `step` takes its position as step."""
+MAX_METRICS_READ = 64 * 1024 * 1024
+"""The most bytes one read of metrics.jsonl takes in (a huge file is read in turns)."""
+
+
+def read_metrics(path: Path, previous: Metrics | None = None) -> Metrics:
+    """Read `metrics.jsonl`, or only the lines appended since `previous` was read.
+
+    A line without an integer `step` takes its position as step. A last line still being
+    written (no newline, not yet valid JSON) is left for the next read. A file that shrank
+    (rewritten) is read again from its start.
+    """
+    stamp = FileStamp.of(path)
+    if previous is not None and (stamp is None or stamp.size < previous.read_to):
+        previous = None
+    start = 0 if previous is None else previous.read_to
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            handle.seek(start)
+            data = handle.read(MAX_METRICS_READ)
     except FileNotFoundError:
         return Metrics({}, [], "no metrics.jsonl")
     except OSError as exc:
         return Metrics({}, [], f"cannot read {path.name}: {exc}")
-    parsed, skipped = parse_jsonl_bytes(data)
-    series: dict[str, list[tuple[int, float]]] = {}
-    for position, line in enumerate(parsed):
+    data = _complete_lines(data)
+    base = previous or Metrics({}, [])
+    series = {key: list(points) for key, points in base.series.items()}
+    skipped = list(base.skipped)
+    parsed, new_skipped = parse_jsonl_bytes(data)
+    skipped += [SkippedLine(s.line_no + base.lines, s.reason) for s in new_skipped]
+    for position, line in enumerate(parsed, start=base.positions):
         if not isinstance(line.value, dict):
-            skipped.append(SkippedLine(line.line_no, "not a JSON object"))
+            skipped.append(SkippedLine(line.line_no + base.lines, "not a JSON object"))
             continue
         step = _step_of(line.value.get("step"), position)
         for key, value in line.value.items():
             if key != "step" and _is_number(value) and math.isfinite(value):
                 series.setdefault(key, []).append((step, float(value)))
     skipped.sort(key=lambda s: s.line_no)
-    return Metrics(series, skipped)
+    lines = base.lines + data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    positions = base.positions + len(parsed)
+    return Metrics(series, skipped, None, start + len(data), lines, positions, stamp)
+
+
+def _complete_lines(data: bytes) -> bytes:
+    """`data` without a last line that is still being written (no newline, not JSON yet)."""
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    if not tail.strip():
+        return data
+    try:
+        json.loads(tail)
+    except ValueError:
+        return data[:cut]
+    return data
 
 
 class LogDir:

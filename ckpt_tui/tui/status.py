@@ -105,6 +105,10 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     snapshot = screen.snapshot
     if snapshot and snapshot.catalog.runs and not snapshot.discovery.log_dirs and not screen.error:
         extras.append(screen.ckpt_app.log_settings.nothing_found())
+    if screen.dropped_marks is not None:
+        extras.append(screen.dropped_marks[0])
+    if screen.new_above:
+        extras.append(f"{len(screen.new_above):,} new above")
     for extra in extras:
         text.append("  │  ")
         text.append(extra, style="bold")

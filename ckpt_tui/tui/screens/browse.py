@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Hashable
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,7 +24,7 @@ from ckpt_tui.loader import Snapshot, load_snapshot
 from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
-from ckpt_tui.tui.loading import refresh_log_dirs
+from ckpt_tui.tui.loading import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.state import (
     BrowseState,
     SortedRows,
@@ -73,6 +75,13 @@ class BrowseScreen(Screen[None]):
         self.refreshing = False
         """A load over a complete view: it stays shown until the new snapshot is whole."""
         self.metric_key: str | None = None
+        self.whole_shown = False
+        """The view shows a complete snapshot (not the first load's pages so far)."""
+        self.new_above: set[str] = set()
+        """New checkpoints that arrived above the view while the cursor was further down."""
+        self.dropped_marks: tuple[str, frozenset[Hashable]] | None = None
+        """Said once in the status line: marks dropped because their checkpoints went, and the
+        marks left then (a change of marks after that clears it)."""
         self.graveyard = Graveyard()
         self.sorted_rows = SortedRows(self.graveyard)
         self.row_cache = RowCache()
@@ -165,7 +174,7 @@ class BrowseScreen(Screen[None]):
         # current snapshot until the new one is whole, so rows, totals and the cursor never
         # fall back to a first page's worth.
         self.refreshing = self.snapshot is not None
-        fill_in = None if self.refreshing else self.apply_snapshot
+        fill_in = None if self.refreshing else self.apply_page
         try:
             client = await self.ckpt_app.get_client()
             snapshot = await load_snapshot(
@@ -176,6 +185,9 @@ class BrowseScreen(Screen[None]):
         else:
             self.error = None
             self.show_complete(snapshot)
+            self.drop_gone_marks()
+            if await asyncio.to_thread(refresh_metrics, self.ckpt_app.metrics_cache):
+                self.update_details()  # a refresh reads the loss curves' new lines too
         finally:
             self.fetching = False
             self.update_chrome()
@@ -228,13 +240,56 @@ class BrowseScreen(Screen[None]):
         self.refresh_views()
         self.call_after_refresh(self.release_replaced)  # after this frame, not during it
 
-    def show_complete(self, snapshot: Snapshot) -> None:
-        """Show a whole snapshot, then sort and index it ahead of the key presses."""
+    def apply_page(self, snapshot: Snapshot) -> None:
+        """Show the first load's pages so far."""
+        self.whole_shown = False
         self.apply_snapshot(snapshot)
+
+    def show_complete(self, snapshot: Snapshot) -> None:
+        """Show a whole snapshot, then sort and index it ahead of the key presses.
+
+        New rows stay in sight: with the cursor on the first row the view follows the top
+        (as `tail -f` does); otherwise it stays and the status line counts the new rows above.
+        """
+        table = self.checkpoints_table
+        at_top = table.cursor_row == 0
+        before = set(map(attrgetter("tinker_path"), table.rows)) if self.whole_shown else None
+        self.apply_snapshot(snapshot)
+        self.whole_shown = True
+        if before is not None:
+            self.follow_new_rows(at_top, before)
         if not snapshot.catalog.runs:
             nothing = self.ckpt_app.backend.nothing_found()
             self.runs_table.empty_message = self.checkpoints_table.empty_message = nothing
         self.warm_up()
+
+    def follow_new_rows(self, at_top: bool, before: set[str]) -> None:
+        table = self.checkpoints_table
+        if at_top:
+            table.move_cursor(0)
+            self.new_above.clear()
+        else:
+            self.new_above.update(
+                row.tinker_path
+                for row in table.rows[: table.cursor_row]
+                if row.tinker_path not in before
+            )
+        self.update_chrome()
+
+    def drop_gone_marks(self) -> None:
+        """Unmark checkpoints the server no longer has (a trainer deleted a rolling one)."""
+        catalog, table = self.catalog, self.checkpoints_table
+        marks = table.marks
+        if catalog is None or not marks:
+            return
+        rows = catalog.row_by_path
+        gone = {key for key in marks if (row := rows.get(str(key))) is None or row.is_missing}
+        if gone:
+            left = marks - gone
+            table.set_marks(left)
+            count = f"{len(gone)} marked checkpoint{'s' if len(gone) > 1 else ''}"
+            self.dropped_marks = (f"{count} no longer stored: unmarked", left)
+            self.update_chrome()
 
     def poll_server(self) -> None:
         if not self.fetching:
@@ -242,10 +297,13 @@ class BrowseScreen(Screen[None]):
 
     @work(exclusive=True, group="logs", thread=True)
     def watch_log_dirs(self) -> None:
-        """Re-read training logs that grew (a run writing checkpoints right now)."""
+        """Re-read training logs that grew (a run writing checkpoints right now), and the
+        tail of every metrics.jsonl shown so far (the loss curve is live)."""
         snapshot = self.snapshot
         if snapshot is not None and not self.fetching and refresh_log_dirs(snapshot):
             self.app.call_from_thread(self.show_complete, snapshot)  # joined again: new orders
+        if refresh_metrics(self.ckpt_app.metrics_cache):
+            self.app.call_from_thread(self.update_details)
 
     # --- showing -----------------------------------------------------------------------------
     def refresh_views(self) -> None:
@@ -319,10 +377,15 @@ class BrowseScreen(Screen[None]):
 
     @on(FastTable.Highlighted, "#checkpoints")
     def checkpoint_highlighted(self) -> None:
+        if self.new_above and self.checkpoints_table.cursor_row == 0:
+            self.new_above.clear()  # the user went up to see them
+            self.update_chrome()
         self.update_details()
 
     @on(FastTable.MarksChanged, "#checkpoints")
-    def marks_changed(self) -> None:
+    def marks_changed(self, event: FastTable.MarksChanged) -> None:
+        if self.dropped_marks is not None and event.marks != self.dropped_marks[1]:
+            self.dropped_marks = None  # said once: the user has changed the marks since
         self.update_chrome()
 
     @on(Input.Changed, "#filter")
