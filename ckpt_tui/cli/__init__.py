@@ -2,6 +2,7 @@
 
 Each subcommand lives in its own module with `register(subparsers)`; the module sets
 `func` on its parser, a callable taking the parsed namespace and returning an exit code.
+Global options (ckpt_tui.cli.options) may stand before or after the subcommand.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import demo, ls, prune, serve, tui
+from ckpt_tui.cli import demo, ls, options, prune, serve, tui
 
 SUBCOMMANDS = (demo, serve, ls, prune)
 
@@ -20,9 +21,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ckpt-tui",
         description="A terminal checkpoint manager for Tinker, PyTorch and Hugging Face "
         "checkpoints.",
+        epilog="Options of ckpt-tui itself (--local, --url, --api-key, --log-dir, --readonly, "
+        "...) mean the same before or after COMMAND; one COMMAND does not use is refused.",
     )
     parser.add_argument("--version", action="version", version=f"ckpt-tui {__version__}")
-    tui.add_tui_args(parser)
+    options.add_global_options(parser, options.ALL, after_command=False)
     parser.set_defaults(func=tui.run)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
@@ -33,5 +36,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    options.settle(args, parser)
     result: int = args.func(args)
     return result

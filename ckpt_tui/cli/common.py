@@ -1,4 +1,4 @@
-"""Options shared by the TUI and `ls`: where to connect and where the training logs are."""
+"""What the commands share: the backend and log dirs their options name, and error output."""
 
 from __future__ import annotations
 
@@ -22,37 +22,8 @@ ckpt-tui: no backend configured. Any one of these gives it one:
 
 
 class NoBackendError(Exception):
-    """Nothing says where to connect, or what it says cannot be used (a missing folder)."""
-
-
-def add_backend_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("where to connect (first given wins)")
-    group.add_argument("--local", metavar="STORE", help="a local store folder, served in-process")
-    group.add_argument("--url", help="a checkpoint server's base URL (else $TINKER_BASE_URL)")
-    group.add_argument(
-        "--api-key",
-        help="API key (else $TINKER_API_KEY, else the default key of `tinker auth login`)",
-    )
-    parser.add_argument(
-        "--project",
-        type=project_id,
-        metavar="ID",
-        help="only the training runs of this project (and their checkpoints and log dirs)",
-    )
-    parser.add_argument(
-        "--log-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a training log dir or a folder of them (repeatable); "
-        "$TINKER_COOKBOOK_RUNS_DIR (else ~/tinker-runs) is always scanned too",
-    )
-
-
-def project_id(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("give a project id (an empty one would mean every run)")
-    return text
+    """Nothing says where to connect, what it says cannot be used (a missing folder), or the
+    flags name two different places."""
 
 
 def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Backend:
@@ -61,6 +32,11 @@ def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = 
     NoBackendError when none of them names one (no local store, URL or key anywhere).
     """
     env = os.environ if env is None else env
+    if args.local and (args.url or args.api_key):
+        other = "--url" if args.url else "--api-key"
+        raise NoBackendError(
+            f"ckpt-tui: --local names a local store and {other} a server: give one of them"
+        )
     backend = resolve_backend(
         local=args.local, url=args.url, api_key=args.api_key, env=env, project=args.project
     )

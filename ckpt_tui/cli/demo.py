@@ -9,12 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ckpt_tui.cli import options
 from ckpt_tui.cli.common import fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
+from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
 from ckpt_tui.heap import manage_heap
 from ckpt_tui.loader import LogDirSettings
+
+DEMO_OPTIONS = ("readonly", "poll", "storage_rate")
+"""The app's own options; the demo picks its backend and logs itself."""
 
 
 def default_demo_dir(environ: dict[str, str] | None = None) -> Path:
@@ -40,6 +45,7 @@ def register(subparsers: Any) -> None:
         "--no-tui", action="store_true", help="only write the data; print how to open or serve it"
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which demo (default 7)")
+    options.add_global_options(parser, DEMO_OPTIONS, after_command=True)
     parser.set_defaults(func=run)
 
 
@@ -66,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     root = (args.dir or default_demo_dir()).expanduser()
     clock = clock_from_environ()
     try:
+        rate = resolve_storage_rate(args.storage_rate)
+    except RateError as exc:
+        return fail(str(exc), 2)
+    try:
         paths = build_demo(root, args.seed, clock)
     except (DemoError, OSError) as exc:
         return fail(f"cannot write the demo: {exc}", 2)
@@ -77,6 +87,14 @@ def run(args: argparse.Namespace) -> int:
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
     manage_heap()  # as `ckpt-tui` does: see ckpt_tui.heap
-    CkptApp(Backend.local(paths.store), settings, clock=clock).run()
+    app = CkptApp(
+        Backend.local(paths.store),
+        settings,
+        clock=clock,
+        poll_interval=args.poll,
+        readonly=args.readonly,
+        storage_rate=rate,
+    )
+    app.run()
     print(f"The demo stays in {paths.root}; to open it again:\n{open_commands(paths)}")
     return 0

@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 from ckpt_tui.catalog import RunSummary
+from ckpt_tui.cli import options
 from ckpt_tui.cli.common import (
     NoBackendError,
-    add_backend_args,
     backend_from_args,
     describe_client_error,
     fail,
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
         help="list runs and checkpoints (non-interactive)",
         description="List runs and their checkpoints with sizes, expiry, state and flags.",
     )
-    add_backend_args(parser)
+    options.add_global_options(parser, options.BACKEND, after_command=True)
     parser.add_argument(
         "--run",
         action="append",

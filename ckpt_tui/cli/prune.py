@@ -13,14 +13,14 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
+from ckpt_tui.cli import options
 from ckpt_tui.cli.common import (
     NoBackendError,
-    add_backend_args,
     backend_from_args,
     describe_client_error,
     fail,
@@ -29,10 +29,10 @@ from ckpt_tui.cli.common import (
 from ckpt_tui.cli.ls import choose_runs
 from ckpt_tui.client import Backend, CheckpointClient, ClientError, Outcome
 from ckpt_tui.clock import Clock, clock_from_environ
-from ckpt_tui.cost import STORAGE_RATE_ENV, RateError, resolve_storage_rate
+from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.policy import KeepPolicy, Plan, PolicyError, plan
-from ckpt_tui.policy.report import outcome_lines, plan_document, plan_lines
+from ckpt_tui.policy.report import outcome_lines, plan_document, plan_lines, plural
 from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (
@@ -40,6 +40,12 @@ NOTHING_SELECTED = (
     "published) and would delete every other one. Add a keep rule (--keep-last M, --keep-best K "
     "--metric KEY, --keep-every N, --keep-expiring-after DATE), or pass --delete-all-unprotected "
     "if that is really what you want."
+)
+
+
+READONLY_REFUSAL = (
+    "read-only mode (--readonly or CKPT_TUI_READONLY) refuses every change: nothing was "
+    "deleted. Drop --yes for a dry run, or run without --readonly to delete."
 )
 
 
@@ -99,8 +105,8 @@ POLICY_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def add_policy_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("keep rules (a checkpoint any rule keeps is kept)")
-    for flag, options in POLICY_FLAGS:
-        group.add_argument(flag, **options)
+    for flag, settings in POLICY_FLAGS:
+        group.add_argument(flag, **settings)
 
 
 def register(subparsers: Any) -> None:
@@ -110,14 +116,11 @@ def register(subparsers: Any) -> None:
         description="Plan which checkpoints to keep (and why) and which to delete. Nothing is "
         "deleted without --yes.",
     )
-    add_backend_args(parser)
+    options.add_global_options(parser, (*options.BACKEND, "storage_rate"), after_command=True)
     parser.add_argument(
         "--run", action="append", default=[], metavar="RUN", help="only this run (repeatable)"
     )
     add_policy_args(parser)
-    parser.add_argument(
-        "--storage-rate", metavar="USD", help=f"USD per GiB-month (else ${STORAGE_RATE_ENV})"
-    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     mode.add_argument("--yes", action="store_true", help="delete what the plan deletes")
@@ -148,6 +151,7 @@ class Job:
     runs: Sequence[str]
     execute: bool
     now: datetime
+    readonly: bool = False
 
 
 @dataclass
@@ -172,11 +176,21 @@ def plan_snapshot(snapshot: Snapshot, job: Job) -> Plan:
     return plan(rows, job.policy, job.now)
 
 
-async def prune(backend: Backend, settings: LogDirSettings, job: Job) -> Result:
-    """Load, plan, and (with `job.execute`) delete the plan's rows in the same session."""
-    async with CheckpointClient(backend) as client:
+async def prune(
+    backend: Backend,
+    settings: LogDirSettings,
+    job: Job,
+    before_acting: Callable[[Snapshot, Plan, str], None] | None = None,
+) -> Result:
+    """Load, plan, and (with `job.execute`) delete the plan's rows in the same session.
+
+    `before_acting` sees the plan and where it acts before anything is deleted.
+    """
+    async with CheckpointClient(backend, readonly=job.readonly) as client:
         snapshot = await load_snapshot(client, settings)
         the_plan = plan_snapshot(snapshot, job)
+        if before_acting is not None:
+            before_acting(snapshot, the_plan, client.describe())
         outcomes = None
         if job.execute:
             targets = [row.tinker_path for row in the_plan.to_delete]
@@ -193,6 +207,8 @@ def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, float | None, Backend
     if not policy.selects_something and not args.delete_all_unprotected:
         raise UsageError(NOTHING_SELECTED)
     rate = resolve_storage_rate(args.storage_rate)
+    if args.yes and args.readonly:
+        raise UsageError(READONLY_REFUSAL)
     return policy, rate, backend_from_args(args)
 
 
@@ -203,9 +219,14 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
-    job = Job(policy, args.run, args.yes, (clock or clock_from_environ()).now())
+    now = (clock or clock_from_environ()).now()
+    job = Job(policy, args.run, args.yes, now, args.readonly)
+
+    def before_acting(snapshot: Snapshot, the_plan: Plan, where: str) -> None:
+        show_plan(snapshot, the_plan, where, rate, args.json, args.yes)
+
     try:
-        result = asyncio.run(prune(backend, log_settings_from_args(args), job))
+        result = asyncio.run(prune(backend, log_settings_from_args(args), job, before_acting))
     except UsageError as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
@@ -215,15 +236,39 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     return 1 if failed else 0
 
 
+def acting_line(count: int, where: str) -> str:
+    """What is about to happen and where, said before it happens."""
+    return f"Deleting {plural(count, 'checkpoint')} on {where}"
+
+
+def show_plan(
+    snapshot: Snapshot,
+    the_plan: Plan,
+    where: str,
+    rate: float | None,
+    as_json: bool,
+    execute: bool,
+) -> None:
+    """Before anything is deleted: the plan (text), and the target of the deletes."""
+    acting = acting_line(the_plan.delete_count, where) if execute else None
+    if as_json:
+        if acting and the_plan.delete_count:
+            print(acting, file=sys.stderr, flush=True)
+        return
+    for problem in snapshot.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print("\n".join(plan_lines(the_plan, rate)))
+    if acting and the_plan.delete_count:
+        print(f"{acting}:", flush=True)
+
+
 def show(result: Result, rate: float | None, as_json: bool) -> None:
+    """After acting: the JSON document, or the outcome of the deletes (text)."""
     problems = result.snapshot.problems
     if as_json:
         document = plan_document(result.plan, result.backend, rate, result.outcomes, problems)
         print(json.dumps(document, indent=2))
         return
-    for problem in problems:
-        print(f"warning: {problem}", file=sys.stderr)
-    print("\n".join(plan_lines(result.plan, rate)))
     count = result.plan.delete_count
     if result.outcomes is None:
         hint = f"Run again with --yes to delete these {count} checkpoints."

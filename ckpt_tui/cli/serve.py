@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     from ckpt_tui.store import Store
 
+from ckpt_tui.cli import options
+
 API_KEY_ENV = "CKPT_TUI_API_KEY"
 DEFAULT_JWT_LIFETIME = 900
 DEFAULT_HOST = "127.0.0.1"
@@ -38,7 +40,8 @@ trade the key for a short-lived JWT at POST /api/v1/auth/token and send that JWT
 --credential-cmd (implies --jwt) also tells clients to take the credential to trade from the
 command in $TINKER_CREDENTIAL_CMD.
 A STORE folder that is not writable is refused: the server must be able to delete expired
-checkpoints. Stop the server with Ctrl-C.
+checkpoints. With --readonly, STORE must exist and is served read-only: every change is
+refused (403) and nothing in the folder is written. Stop the server with Ctrl-C.
 """
 
 
@@ -76,6 +79,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
     )
+    options.add_global_options(parser, ("readonly",), after_command=True)
     parser.set_defaults(func=run)
 
 
@@ -142,11 +146,18 @@ def resolve_api_key(flag: str | None) -> tuple[str | None, str]:
     return from_env, f"${API_KEY_ENV}"
 
 
-def prepare_store_dir(raw: str) -> Path:
-    """Create STORE if missing; refuse a non-folder or an unwritable folder."""
+def prepare_store_dir(raw: str, readonly: bool = False) -> Path:
+    """Create STORE if missing; refuse a non-folder or an unwritable folder.
+
+    Read-only: STORE must already be a folder, and nothing is created.
+    """
     path = Path(raw).expanduser().resolve()
     if path.exists() and not path.is_dir():
         raise ServeError(f"STORE {path} exists and is not a folder: give a folder path")
+    if readonly:
+        if not path.is_dir():
+            raise ServeError(f"no STORE folder at {path} (--readonly creates nothing)")
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -207,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
                 f"refusing to serve on non-loopback host {args.host} without an API key: "
                 f"pass --api-key KEY (or set {API_KEY_ENV}), or use --host 127.0.0.1"
             )
-        root = prepare_store_dir(args.store)
+        root = prepare_store_dir(args.store, args.readonly)
         sock = bind_socket(args.host, args.port)
     except ServeError as exc:
         print(f"ckpt-tui serve: error: {exc}", file=sys.stderr)
@@ -217,17 +228,19 @@ def run(args: argparse.Namespace) -> int:
             "ckpt-tui serve: note: the tinker SDK only sends keys starting with 'tml-'",
             file=sys.stderr,
         )
-    return serve_forever(root, sock, auth)
+    return serve_forever(root, sock, auth, args.readonly)
 
 
-def serve_forever(root: Path, sock: socket.socket, auth: AuthOptions) -> int:
+def serve_forever(
+    root: Path, sock: socket.socket, auth: AuthOptions, readonly: bool = False
+) -> int:
     """Open the store, run uvicorn on `sock` until a signal, close the store."""
     import uvicorn
 
     from ckpt_tui.store import Store, StoreError
 
     try:
-        store = Store.open(root)
+        store = Store.open(root, readonly=True if readonly else None)
     except (StoreError, OSError) as exc:
         sock.close()
         print(f"ckpt-tui serve: error: cannot open store {root}: {exc}", file=sys.stderr)
@@ -235,7 +248,8 @@ def serve_forever(root: Path, sock: socket.socket, auth: AuthOptions) -> int:
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         config = uvicorn.Config(build_app(store, auth), log_level="warning")
-        print(start_line(sock, root, auth), flush=True)
+        line = start_line(sock, root, auth)
+        print(line + (" | read-only" if readonly else ""), flush=True)
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn already shut down gracefully, then re-raised the signal

@@ -33,6 +33,7 @@ from ckpt_tui.client.errors import (
     InvalidUrlError,
     NotFoundError,
     RateLimitedError,
+    ReadOnlyError,
     ServerError,
     Timeout,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "Page",
     "Progress",
     "RateLimitedError",
+    "ReadOnlyError",
     "RetryPolicy",
     "ServerError",
     "Timeout",

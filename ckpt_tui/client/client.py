@@ -32,7 +32,13 @@ from ckpt_tui.api_types import (
 )
 from ckpt_tui.client import bulk, paging
 from ckpt_tui.client.connection import Backend, check_base_url
-from ckpt_tui.client.errors import BadRequestError, BadResponse, ConnectionFailed, decoded
+from ckpt_tui.client.errors import (
+    BadRequestError,
+    BadResponse,
+    ConnectionFailed,
+    ReadOnlyError,
+    decoded,
+)
 from ckpt_tui.client.paging import Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
 from ckpt_tui.client.session import Session
@@ -97,6 +103,8 @@ class CheckpointClient:
     at `aclose()` (e.g. to close a store the caller opened for `transport`). The first call
     starts up as the tinker SDK does (client config, then API key or JWT exchange): see
     ckpt_tui.client.session.
+    A `readonly` client refuses every change before sending it (ReadOnlyError), and opens a
+    local store read-only (no sweep of expired checkpoints either).
     """
 
     def __init__(
@@ -107,12 +115,14 @@ class CheckpointClient:
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         on_close: Callable[[], None] | None = None,
+        readonly: bool = False,
     ) -> None:
         self.backend = backend
         self.retry = retry or RetryPolicy()
+        self.readonly = readonly
         self._on_close = on_close
         if transport is None and backend.local_store is not None:
-            transport, self._on_close = _local_transport(backend.local_store)
+            transport, self._on_close = _local_transport(backend.local_store, readonly)
         elif backend.local_store is None:
             check_base_url(backend.base_url)
         self.session = Session(backend, self._send_start_up)
@@ -131,13 +141,22 @@ class CheckpointClient:
         *,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
+        readonly: bool = False,
     ) -> CheckpointClient:
         """Like the constructor, but opens a local store in a worker thread (a large store's
         first scan takes a while; an event loop, e.g. a TUI's, stays responsive meanwhile)."""
         if backend.local_store is None:
-            return cls(backend, timeouts=timeouts, retry=retry)
-        transport, close = await asyncio.to_thread(_local_transport, backend.local_store)
-        return cls(backend, transport=transport, timeouts=timeouts, retry=retry, on_close=close)
+            return cls(backend, timeouts=timeouts, retry=retry, readonly=readonly)
+        store = backend.local_store
+        transport, close = await asyncio.to_thread(_local_transport, store, readonly)
+        return cls(
+            backend,
+            transport=transport,
+            timeouts=timeouts,
+            retry=retry,
+            on_close=close,
+            readonly=readonly,
+        )
 
     async def __aenter__(self) -> CheckpointClient:
         return self
@@ -173,6 +192,15 @@ class CheckpointClient:
     async def _send_start_up(self, call: Call, credential: str | None) -> httpx.Response:
         target = Target(self.backend.display_url, lambda: credential)
         return await send_with_retries(self._http, call, self.retry, target)
+
+    async def _change(self, call: Call) -> httpx.Response:
+        """Send a call that changes something, unless this client is read-only."""
+        if self.readonly:
+            raise ReadOnlyError(
+                f"read-only mode: {call.subject} was not changed on "
+                f"{self._target.display_url} (start without --readonly to change it)"
+            )
+        return await self._send(call)
 
     async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
         """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""
@@ -237,25 +265,25 @@ class CheckpointClient:
         """Delete; a 404 answering a retry of a possibly-performed delete counts as done."""
         path = to_tinker_path(ref)
         call = Call("DELETE", _checkpoint_route(path), f"checkpoint {path}")
-        await self._send(_with_done(call, 404))
+        await self._change(_with_done(call, 404))
 
     async def publish(self, ref: CheckpointRef) -> None:
         """Make public; ConflictError if it already was (unless a retry caused that)."""
         path = to_tinker_path(ref)
         call = Call("POST", _checkpoint_route(path, "/publish"), f"checkpoint {path}")
-        await self._send(_with_done(call, 409))
+        await self._change(_with_done(call, 409))
 
     async def unpublish(self, ref: CheckpointRef) -> None:
         """Make private; ConflictError if it already was (unless a retry caused that)."""
         path = to_tinker_path(ref)
         call = Call("DELETE", _checkpoint_route(path, "/publish"), f"checkpoint {path}")
-        await self._send(_with_done(call, 409))
+        await self._change(_with_done(call, 409))
 
     async def set_ttl(self, ref: CheckpointRef, ttl_seconds: int | None) -> None:
         """Expire `ttl_seconds` from now (3600 s .. 10 years); None removes the expiry."""
         path = to_tinker_path(ref)
         body = {"ttl_seconds": ttl_seconds}
-        await self._send(
+        await self._change(
             Call("PUT", _checkpoint_route(path, "/ttl"), f"checkpoint {path}", None, body)
         )
 
@@ -352,13 +380,17 @@ def _with_done(call: Call, status: int) -> Call:
     return Call(call.method, call.path, call.subject, call.params, call.body, frozenset({status}))
 
 
-def _local_transport(store_path: Path) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+def _local_transport(
+    store_path: Path, readonly: bool = False
+) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
     """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper)."""
     from ckpt_tui.server.app import create_app
     from ckpt_tui.store import Store, StoreError
 
     try:
-        store = Store.open(store_path, create=False, lazy=True)  # browsing writes nothing
+        # browsing writes nothing; read-only writes nothing at all (no sweep either)
+        readonly_or_detect = True if readonly else None
+        store = Store.open(store_path, create=False, lazy=True, readonly=readonly_or_detect)
     except (StoreError, OSError) as exc:
         message = f"could not open local store {store_path}: {exc}"
         raise ConnectionFailed(message, detail=str(exc)) from None

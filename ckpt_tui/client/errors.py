@@ -46,6 +46,10 @@ class Timeout(ClientError):
     """The server did not answer in time."""
 
 
+class ReadOnlyError(ClientError):
+    """A change asked of a client opened read-only (`--readonly`): refused before sending."""
+
+
 class BadResponse(ClientError):
     """The server answered 2xx with something that is not the API's JSON."""
 

@@ -69,9 +69,11 @@ class CkptApp(App[None]):
         """
         async with self._client_lock:
             if self._client is None and self._transport is not None:
-                self._client = CheckpointClient(self.backend, transport=self._transport)
+                self._client = CheckpointClient(
+                    self.backend, transport=self._transport, readonly=self.readonly
+                )
             elif self._client is None:
-                self._client = await CheckpointClient.connect(self.backend)
+                self._client = await CheckpointClient.connect(self.backend, readonly=self.readonly)
         return self._client
 
     def describe_backend(self) -> str:
