@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -52,6 +53,8 @@ class Step:
     argv: list[str]
     check: Check
     expect_success: bool = True
+    within: float | None = None
+    """Seconds the command may take at most (a refusal must not be retried for minutes)."""
 
 
 def exists(store: Store, run_id: str, checkpoint_id: str) -> bool:
@@ -89,7 +92,14 @@ def cli_steps(store: Store) -> list[Step]:
         Step("list run", [*ck, "list", "--run-id", "run-000"], says("weights/0003")),
         Step("info", [*ck, "info", P0], says("weights/0000", "run-000", "Rank 32")),
         Step("publish", [*ck, "publish", P0], lambda s, out: p0_public(s)),
+        # The server answers 409 with `x-should-retry: false`, which the SDK's HTTP layer obeys;
+        # but SDK 0.38.0's RestClient wraps each call in InternalClientHolder.execute_with_retries,
+        # which retries every 409 for up to 5 minutes whatever the headers: these two fail there.
+        Step("publish twice", [*ck, "publish", P0], lambda s, out: p0_public(s),
+             expect_success=False, within=5.0),
         Step("unpublish", [*ck, "unpublish", P0], lambda s, out: not p0_public(s)),
+        Step("unpublish twice", [*ck, "unpublish", P0], lambda s, out: not p0_public(s),
+             expect_success=False, within=5.0),
         Step("ttl", [*ck, "set-ttl", P0, "--ttl", "7200"], lambda s, out: p0_expires(s)),
         Step("no ttl", [*ck, "set-ttl", P0, "--remove"], lambda s, out: not p0_expires(s)),
         Step("delete paths", [*ck, "delete", *paths, "-y"],
@@ -169,10 +179,15 @@ print("SDK replay OK")
 """
 
 
-def run_tinker(argv: list[str], env: dict[str, str], verbose: bool) -> tuple[int, str]:
-    result = subprocess.run(
-        argv, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
+def run_tinker(
+    argv: list[str], env: dict[str, str], verbose: bool, timeout: float = 120
+) -> tuple[int, str]:
+    try:
+        result = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return -1, f"still running after {timeout:g} s: stopped"
     output = result.stdout + result.stderr
     if verbose:
         print(output)
@@ -227,8 +242,12 @@ def run_mode(name: str, options: list[str], venv: Path, verbose: bool) -> tuple[
             env = client_env(Path(tmp), url, auth.credential_cmd)
             commands = tinker_steps(venv, store, auth.jwt_lifetime is not None)
             for argv, step in commands:
-                code, output = run_tinker(argv, env, verbose)
+                started = time.monotonic()
+                limit = 120.0 if step.within is None else step.within + 1
+                code, output = run_tinker(argv, env, verbose, limit)
+                took = time.monotonic() - started
                 ok = (code == 0) == step.expect_success and step.check(store, output)
+                ok = ok and (step.within is None or took <= step.within)
                 failures += not ok
                 shown = " ".join(["tinker", *step.argv]) if step.argv else step.what
                 print(f"{'PASS' if ok else 'FAIL'}  exit {code}  [{name}] {shown}")

@@ -35,6 +35,7 @@ class _Rule:
     path: str
     retry_after: float | None = None
     perform_first: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
 
     def take(self, method: str, path: str) -> bool:
         if self.remaining <= 0 or self.path not in path:
@@ -65,9 +66,12 @@ class FaultyApp:
         path: str = "/api/v1/",
         method: str | None = None,
         retry_after: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
-        """The next `count` matching requests get `status` without reaching the server."""
-        self._rules.append(_Rule(count, status, method, path, retry_after))
+        """The next `count` matching requests get `status` (and `headers`) without reaching
+        the server."""
+        extra = tuple((headers or {}).items())
+        self._rules.append(_Rule(count, status, method, path, retry_after, headers=extra))
 
     def drop_response(
         self, count: int, *, status: int = 503, path: str = "/api/v1/", method: str | None = None
@@ -102,7 +106,8 @@ class FaultyApp:
         if rule is not None:
             if rule.perform_first:
                 await self.app(scope, receive, _discard)
-            await _answer(send, rule.status, f"injected fault {rule.status}", rule.retry_after)
+            detail = f"injected fault {rule.status}"
+            await _answer(send, rule.status, detail, rule.retry_after, rule.headers)
             return
         match = _CHECKPOINT_NAME.search(path)
         if match and match.group(1) in self.failing_names:
@@ -116,11 +121,18 @@ async def _discard(message: Message) -> None:
     """A `send` that drops the real answer (the action was still performed)."""
 
 
-async def _answer(send: Send, status: int, detail: str, retry_after: float | None) -> None:
+async def _answer(
+    send: Send,
+    status: int,
+    detail: str,
+    retry_after: float | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
     body = json.dumps({"detail": detail}).encode()
     headers: list[tuple[bytes, bytes]] = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
+        *((name.encode(), value.encode()) for name, value in extra),
     ]
     if retry_after is not None:
         headers.append((b"retry-after", f"{retry_after:g}".encode()))

@@ -12,6 +12,7 @@ import pytest
 
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
+from ckpt_tui.server.errors import response_for
 from ckpt_tui.server.sweeper import sweep_once
 from ckpt_tui.store import Store
 from tests.support.live_server import run_server
@@ -42,16 +43,25 @@ async def test_a_failing_sweep_is_logged_not_raised(
     assert "sweeping expired checkpoints failed" in caplog.text
 
 
-def test_unexpected_errors_are_json_500(tmp_path: Path, clock: FixedClock) -> None:
+def test_a_closed_store_is_json_503_with_retry_after(tmp_path: Path, clock: FixedClock) -> None:
     store = Store.open(tmp_path / "closed", clock)
     with run_server(create_app(store, sweep_interval=None)) as url:
         assert httpx.get(f"{url}/api/v1/healthz").status_code == 200
         store.close()
         answer = httpx.get(f"{url}/api/v1/checkpoints")
-        assert answer.status_code == 500
+        assert answer.status_code == 503
         assert answer.headers["content-type"] == "application/json"
-        assert answer.json()["detail"].startswith("internal server error")
+        assert "is closed" in answer.json()["detail"]
+        assert float(answer.headers["retry-after"]) > 0
+        assert "x-should-retry" not in answer.headers  # a later try may well work
         assert httpx.get(f"{url}/api/v1/healthz").json() == {"status": "ok"}
+
+
+def test_unexpected_errors_are_json_500() -> None:
+    answer = response_for(RuntimeError("a bug"))
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "application/json"
+    assert b"internal server error: RuntimeError: a bug" in answer.body
 
 
 @pytest.mark.parametrize("interval", [0.0, -1.0])

@@ -1,7 +1,9 @@
 """Sending one API call with retries: jittered exponential backoff, `Retry-After`, and the
 rules that make retried writes safe.
 
-Retried: connection failures, 429 and 5xx, for every call (reads and the idempotent writes).
+Retried: connection failures, 429 and 5xx, for every call (reads and the idempotent writes),
+unless the answer says `x-should-retry: false` (as the official SDK, the header decides first:
+`true` retries any status).
 A write whose earlier attempt may have been performed (5xx, or the connection dropped after
 the request went out) counts as done when a retry is answered "already so": 404 for a
 delete, 409 for publish/unpublish (see `Call.done_if_retried`).
@@ -121,7 +123,7 @@ async def _attempt(
 
 def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Failure:
     status = response.status_code
-    retry_after = _retry_after(response) if status == 429 else None
+    retry_after = _retry_after(response) if status in (429, 503) else None
     error = api_error(
         status,
         detail_of(response.content, response.reason_phrase),
@@ -130,8 +132,17 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
         credential=target.credential(),
         retry_after=retry_after,
     )
-    retryable = status == 429 or status >= 500
+    retryable = _should_retry(response)
     return _Failure(error, retryable, maybe_performed=status >= 500, retry_after=retry_after)
+
+
+def _should_retry(response: httpx.Response) -> bool:
+    """The server's `x-should-retry` when it says true or false; else 429 and 5xx are retried."""
+    advice: str = response.headers.get("x-should-retry", "").strip().lower()
+    if advice in ("true", "false"):
+        return advice == "true"
+    status: int = response.status_code
+    return status == 429 or status >= 500
 
 
 def _retry_after(response: httpx.Response) -> float | None:

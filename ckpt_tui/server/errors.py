@@ -2,6 +2,10 @@
 
 Every non-2xx answer has the body `{"detail": "<message>"}`, as the Tinker API does; a client
 shows the message as is, so each one says what was wrong and what to do.
+
+The official SDK retries 408, 409, 429 and 5xx for minutes unless the answer says
+`x-should-retry: false`, which it obeys first. So every 4xx a retry cannot fix carries that
+header, and 429 and 503 carry `Retry-After`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from ckpt_tui.store.errors import (
     InvalidRequestError,
     NotFoundError,
     ReadOnlyStoreError,
+    StoreClosedError,
+    StoreError,
 )
 
 logger = logging.getLogger("ckpt_tui.server")
@@ -33,7 +39,13 @@ STORE_ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
     (InvalidRequestError, 400),
     (UnsafeNameError, 400),
     (ReadOnlyStoreError, 403),
+    (StoreClosedError, 503),
+    (StoreError, 409),  # the store on disk refuses (a link where a folder was, a failed delete)
 )
+RETRYABLE_4XX = frozenset({408, 429})
+"""Client errors that a later attempt can fix; every other 4xx says `x-should-retry: false`."""
+RETRY_AFTER_SECONDS = 5
+"""What 429 and 503 answers advise waiting, when the code raising them does not say."""
 
 
 class ApiError(Exception):
@@ -46,8 +58,13 @@ class ApiError(Exception):
 
 
 def error_response(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The one shape of every error answer."""
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+    """The one shape of every error answer, with the retry advice its status calls for."""
+    advice = dict(headers or {})
+    if 400 <= status < 500 and status not in RETRYABLE_4XX:
+        advice["x-should-retry"] = "false"
+    if status in (429, 503):
+        advice.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
+    return JSONResponse({"detail": detail}, status_code=status, headers=advice)
 
 
 def response_for(exc: Exception) -> Response:

@@ -18,6 +18,9 @@ MAX_LIMIT = 10_000
 MAX_BODY_BYTES = 64 * 1024
 """Every request body of this API is a few bytes of JSON; anything bigger is refused (413)."""
 
+MAX_QUERY_INT = 2**63 - 1
+"""Largest offset or limit accepted (SQLite's integers); anything longer is refused (400)."""
+
 ACCESS_SCOPES = ("owned", "accessible")
 CHECKPOINT_ACTIONS = ("publish", "ttl")
 
@@ -36,7 +39,12 @@ def _non_negative_int(request: Request, name: str, default: int) -> int:
         return default
     text = raw.strip()
     if not text.isdigit() or not text.isascii():
-        raise ApiError(400, f"query parameter {name!r} must be a non-negative integer, got {raw!r}")
+        shown = raw if len(raw) <= 40 else f"{raw[:40]}... ({len(raw)} characters)"
+        raise ApiError(
+            400, f"query parameter {name!r} must be a non-negative integer, got {shown!r}"
+        )
+    if len(text.lstrip("0")) > len(str(MAX_QUERY_INT)) or int(text) > MAX_QUERY_INT:
+        raise ApiError(400, f"query parameter {name!r} must be at most {MAX_QUERY_INT}")
     return int(text)
 
 
@@ -99,8 +107,10 @@ async def read_json_object(request: Request) -> dict[str, Any]:
             raise ApiError(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
     try:
         data = json.loads(bytes(body))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(400, f"request body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ApiError(400, "request body is nested too deeply to be this API's JSON") from None
+    except ValueError as exc:  # also bad UTF-8, and integers of more than 4,300 digits
+        raise ApiError(400, f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ApiError(400, f"request body must be a JSON object, got {type(data).__name__}")
     return data

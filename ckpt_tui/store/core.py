@@ -22,7 +22,12 @@ from typing import Concatenate, ParamSpec, TypeVar
 from ckpt_tui.clock import Clock
 from ckpt_tui.store import trash
 from ckpt_tui.store.discover import Discovery, FoundRun, discover, examine_run, watch_changed
-from ckpt_tui.store.errors import NotFoundError, ReadOnlyStoreError, StoreError
+from ckpt_tui.store.errors import (
+    NotFoundError,
+    ReadOnlyStoreError,
+    StoreClosedError,
+    StoreError,
+)
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.layout import (
     Layout,
@@ -49,7 +54,7 @@ def locked(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._lock:
             if self._closed:
-                raise StoreError(f"the store at {self.root} is closed; open it again")
+                raise StoreClosedError(f"the store at {self.root} is closed; open it again")
             return method(self, *args, **kwargs)
 
     return wrapper

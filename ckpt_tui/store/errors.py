@@ -19,3 +19,7 @@ class InvalidRequestError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """The store's folder cannot be written; browsing works, changes do not (HTTP 403)."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed (the server is stopping): HTTP 503, try again later."""
