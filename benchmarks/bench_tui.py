@@ -41,7 +41,8 @@ from textual.strip import Strip
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
-from ckpt_tui.client import Backend, CheckpointClient, Page
+from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
+from ckpt_tui.client.paging import OnPage
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.heap import manage_heap
 from ckpt_tui.loader import LogDirSettings, Snapshot, joined, load_snapshot
@@ -133,8 +134,13 @@ class PageSource:
         self.runs, self.checkpoints = runs, checkpoints
         self.first_page_at = self.last_page_at = 0.0
 
-    async def list_all_training_runs(self) -> list[TrainingRun]:
-        return self.runs
+    async def read_all_training_runs(self) -> Listing[TrainingRun]:
+        return Listing(self.runs, complete=True)
+
+    async def read_all_checkpoints(self, on_page: OnPage[Checkpoint]) -> Listing[Checkpoint]:
+        async for page in self.iter_checkpoint_pages():
+            await on_page(page)
+        return Listing(self.checkpoints, complete=True)
 
     async def iter_checkpoint_pages(self) -> AsyncIterator[Page[Checkpoint]]:
         total = len(self.checkpoints)

@@ -14,7 +14,7 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
-from ckpt_tui.client.paging import unique_by
+from ckpt_tui.client.paging import Page, unique_by
 from ckpt_tui.heap import collect_young, collector_paused, keep_long_lived
 from ckpt_tui.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs
 from ckpt_tui.records import record_paths
@@ -64,6 +64,9 @@ class Snapshot:
     discovery: Discovery
     weights_info: dict[str, WeightsInfo] = field(default_factory=dict)
     row_cache: RowCache = field(default_factory=RowCache, repr=False)
+    incomplete: str = ""
+    """Why the server's lists could not be read whole; "" when they were. An incomplete
+    snapshot marks nothing missing, and no keep policy may plan deletions on it."""
     catalog: Catalog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +82,7 @@ class Snapshot:
                 self.discovery.log_dirs,
                 self.weights_info,
                 self.row_cache,
+                complete=self.complete,
             )
             # Rows reused from the last join keep the equal checkpoint objects they were
             # built with; holding the new copies too would keep 100,000 of them twice.
@@ -86,6 +90,10 @@ class Snapshot:
             # Still paused: the new rows go straight out of the collector's sight, instead
             # of a young collection walking 300,000 of them inside the next frame (~90 ms).
             keep_long_lived()
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
 
     def __repr__(self) -> str:
         # Short on purpose: a repr of 100,000 checkpoints takes seconds (tracebacks, logs).
@@ -160,27 +168,42 @@ async def load_snapshot(
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
     project = client.backend.project
     try:
-        runs = await client.list_all_training_runs(project_id=project)
+        run_listing = await client.read_all_training_runs(project_id=project)
+        runs = run_listing.items
         in_project = InProject(runs) if project is not None else None
         checkpoints: list[Checkpoint] = []
+        reading = 1
         last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
-        async for page in client.iter_checkpoint_pages():
+
+        async def arrived(page: Page[Checkpoint]) -> None:
+            nonlocal reading, last_partial
+            if page.read != reading:  # the list changed: it is being read again
+                reading = page.read
+                checkpoints.clear()
             items = page.items if in_project is None else in_project.checkpoints(page.items)
             checkpoints.extend(items)
             if on_progress is not None:
-                on_progress(len(checkpoints), page.total)
+                on_progress(len(checkpoints), max(page.total, len(checkpoints)))
             if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
                 discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
                 discovery = discovery if in_project is None else in_project.discovery(discovery)
                 on_partial(await joined(runs, checkpoints, discovery, {}, cache))
                 last_partial = time.monotonic()
+
+        listing = await client.read_all_checkpoints(on_page=arrived)
         infos = await fetch_weights_info(client, checkpoints)
         discovery = await discovery_task
         discovery = discovery if in_project is None else in_project.discovery(discovery)
     except BaseException:
         discovery_task.cancel()
         raise
-    return await joined(runs, checkpoints, discovery, infos, cache)
+    incomplete = "; ".join(
+        f"{what} is incomplete: {part.problem}"
+        for what, part in (("the list of runs", run_listing), ("the list of checkpoints", listing))
+        if not part.complete
+    )
+    kept = listing.items if in_project is None else in_project.checkpoints(listing.items)
+    return await joined(runs, kept, discovery, infos, cache, incomplete)
 
 
 class InProject:
@@ -213,8 +236,9 @@ async def joined(
     discovery: Discovery,
     infos: dict[str, WeightsInfo],
     cache: RowCache,
+    incomplete: str = "",
 ) -> Snapshot:
     """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
     return await asyncio.to_thread(
-        Snapshot, runs, unique_checkpoints(checkpoints), discovery, infos, cache
+        Snapshot, runs, unique_checkpoints(checkpoints), discovery, infos, cache, incomplete
     )

@@ -66,15 +66,20 @@ def run_document(run: RunSummary) -> dict[str, Any]:
 
 
 def ls_document(
-    backend: str, runs: Sequence[RunSummary], problems: Sequence[str], now: datetime
+    backend: str,
+    runs: Sequence[RunSummary],
+    problems: Sequence[str],
+    now: datetime,
+    complete: bool = True,
 ) -> dict[str, Any]:
-    """The whole `ls --json` answer."""
+    """The whole `ls --json` answer; `complete` False when the server's lists are partial."""
     stored = [row for run in runs for row in run.stored_rows]
     size = total(row.size for row in stored)
     return {
         "schema": SCHEMA,
         "backend": backend,
         "generated_at": format_time(now),
+        "complete": complete,
         "totals": {
             "runs": len(runs),
             "checkpoints": len(stored),

@@ -256,6 +256,7 @@ def summarize_run(
     index: LogIndex,
     info: WeightsInfo | None,
     cache: RowCache,
+    complete: bool = True,
 ) -> RunSummary:
     log_dir = index.log_dir_of_run.get(run_id)
     info = info or info_for(run, log_dir)
@@ -274,7 +275,7 @@ def summarize_run(
     rows = summary.rows
     for ckpt in sorted(checkpoints, key=BY_TIME):
         rows.append(cache.stored(name, run_id, ckpt, refs.get(ckpt.tinker_path), sizer))
-    logged = index.paths_of_run.get(run_id)
+    logged = index.paths_of_run.get(run_id) if complete else None
     if logged:
         on_server = {ckpt.tinker_path for ckpt in checkpoints}
         for text in logged:
@@ -313,10 +314,14 @@ def build_catalog(
     log_dirs: Sequence[LogDir],
     weights_info: Mapping[str, WeightsInfo] | None = None,
     cache: RowCache | None = None,
+    *,
+    complete: bool = True,
 ) -> Catalog:
     """Join server runs and checkpoints with the log dirs whose records name them.
 
     Pass the same `cache` to successive joins of a growing or refreshed list to reuse rows.
+    With `complete` False (the server's list could not be read whole), a logged checkpoint
+    the list lacks is left out rather than marked missing: it may well exist.
     """
     cache = cache or RowCache()
     index = index_log_dirs(log_dirs)
@@ -331,6 +336,7 @@ def build_catalog(
             index,
             infos.get(run_id),
             cache,
+            complete,
         )
         for run_id in ordered_run_ids(runs, by_run, index)
     ]

@@ -56,14 +56,19 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         known = ", ".join(run.display_name for run in snapshot.catalog.runs) or "none"
         return fail(f"no run matches {', '.join(args.run)}; known runs: {known}", 2)
     now = (clock or clock_from_environ()).now()
+    problems = (
+        [snapshot.incomplete, *snapshot.problems] if snapshot.incomplete else snapshot.problems
+    )
     if args.json:
-        document = ls_document(described, runs, snapshot.problems, now)
+        document = ls_document(described, runs, problems, now, snapshot.complete)
         print(json.dumps(document, indent=2))
     else:
         lines = table_lines(runs, now) if snapshot.catalog.runs else [backend.nothing_found()]
         print("\n".join(lines).rstrip())
         for problem in snapshot.problems:
             print(f"warning: {problem}")
+    if snapshot.incomplete:
+        return fail(f"this list is not whole, {snapshot.incomplete}; run it again")
     return 0
 
 

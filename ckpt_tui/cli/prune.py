@@ -27,7 +27,13 @@ from ckpt_tui.cli.common import (
     log_settings_from_args,
 )
 from ckpt_tui.cli.ls import choose_runs
-from ckpt_tui.client import Backend, CheckpointClient, ClientError, Outcome
+from ckpt_tui.client import (
+    Backend,
+    CheckpointClient,
+    ClientError,
+    IncompleteListError,
+    Outcome,
+)
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
@@ -188,6 +194,11 @@ async def prune(
     """
     async with CheckpointClient(backend, readonly=job.readonly) as client:
         snapshot = await load_snapshot(client, settings)
+        if not snapshot.complete:
+            raise IncompleteListError(
+                f"{snapshot.incomplete}. Nothing was planned or deleted: a keep policy on a "
+                "partial list would delete what it cannot see is needed. Run it again."
+            )
         the_plan = plan_snapshot(snapshot, job)
         if before_acting is not None:
             before_acting(snapshot, the_plan, client.describe())

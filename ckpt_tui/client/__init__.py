@@ -30,6 +30,7 @@ from ckpt_tui.client.errors import (
     ConnectionFailed,
     CredentialsError,
     ForbiddenError,
+    IncompleteListError,
     InvalidUrlError,
     NotFoundError,
     RateLimitedError,
@@ -37,7 +38,7 @@ from ckpt_tui.client.errors import (
     ServerError,
     Timeout,
 )
-from ckpt_tui.client.paging import Page, Progress
+from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import RetryPolicy
 
 __all__ = [
@@ -56,7 +57,9 @@ __all__ = [
     "ConnectionFailed",
     "CredentialsError",
     "ForbiddenError",
+    "IncompleteListError",
     "InvalidUrlError",
+    "Listing",
     "NotFoundError",
     "Outcome",
     "Page",

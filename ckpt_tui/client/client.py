@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -36,10 +37,11 @@ from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,
     ConnectionFailed,
+    IncompleteListError,
     ReadOnlyError,
     decoded,
 )
-from ckpt_tui.client.paging import Page, Progress
+from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
 from ckpt_tui.client.session import Session
 
@@ -49,6 +51,7 @@ API = "/api/v1"
 PAGE_CONCURRENCY = 16
 """Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
 T = TypeVar("T")
+ListItem = TypeVar("ListItem")
 _HEALTH = msgspec.json.Decoder(Health)
 _RUN = msgspec.json.Decoder(TrainingRun)
 _RUNS_PAGE = msgspec.json.Decoder(TrainingRunsPage)
@@ -291,8 +294,18 @@ class CheckpointClient:
     def iter_checkpoint_pages(
         self, page_size: int = 1000, concurrency: int = PAGE_CONCURRENCY
     ) -> AsyncIterator[Page[Checkpoint]]:
-        """Pages of `/checkpoints` as they arrive (any order; each knows its offset)."""
+        """One read of `/checkpoints`: pages as they arrive (any order; each knows its offset)."""
         return paging.iter_pages(self.list_checkpoints, page_size, concurrency)
+
+    async def read_all_checkpoints(
+        self,
+        page_size: int = 1000,
+        concurrency: int = PAGE_CONCURRENCY,
+        on_page: paging.OnPage[Checkpoint] | None = None,
+    ) -> Listing[Checkpoint]:
+        """Every checkpoint, newest first, de-duplicated; `complete` says whether it is whole."""
+        key = attrgetter("tinker_path")
+        return await paging.read_whole(self.list_checkpoints, key, page_size, concurrency, on_page)
 
     async def list_all_checkpoints(
         self,
@@ -300,24 +313,27 @@ class CheckpointClient:
         concurrency: int = PAGE_CONCURRENCY,
         on_progress: Progress | None = None,
     ) -> list[Checkpoint]:
-        """Every checkpoint, newest first, pages fetched concurrently, de-duplicated."""
-        pages = self.iter_checkpoint_pages(page_size, concurrency)
-        items = await paging.collect(pages, on_progress)
-        return paging.unique_by(items, lambda checkpoint: checkpoint.tinker_path)
+        """Every checkpoint, newest first; IncompleteListError if the list cannot be read whole."""
+        listing = await self.read_all_checkpoints(
+            page_size, concurrency, _progress_hook(on_progress)
+        )
+        return self._whole(listing, "the list of checkpoints")
 
-    def iter_training_run_pages(
+    async def read_all_training_runs(
         self,
         page_size: int = 100,
         concurrency: int = 8,
         access_scope: AccessScope = "owned",
         project_id: str | None = None,
-    ) -> AsyncIterator[Page[TrainingRun]]:
-        """Pages of `/training_runs` as they arrive."""
+        on_page: paging.OnPage[TrainingRun] | None = None,
+    ) -> Listing[TrainingRun]:
+        """Every run, newest activity first, de-duplicated by id; see `read_all_checkpoints`."""
 
         async def fetch(limit: int, offset: int) -> Page[TrainingRun]:
             return await self.list_training_runs(limit, offset, access_scope, project_id)
 
-        return paging.iter_pages(fetch, page_size, concurrency)
+        key = attrgetter("training_run_id")
+        return await paging.read_whole(fetch, key, page_size, concurrency, on_page)
 
     async def list_all_training_runs(
         self,
@@ -327,10 +343,18 @@ class CheckpointClient:
         access_scope: AccessScope = "owned",
         project_id: str | None = None,
     ) -> list[TrainingRun]:
-        """Every run (of one project, with `project_id`), newest activity first, by id once."""
-        pages = self.iter_training_run_pages(page_size, concurrency, access_scope, project_id)
-        items = await paging.collect(pages, on_progress)
-        return paging.unique_by(items, lambda run: run.training_run_id)
+        """Every run (of one `project_id`, if given); IncompleteListError if not read whole."""
+        hook = _progress_hook(on_progress)
+        listing = await self.read_all_training_runs(
+            page_size, concurrency, access_scope, project_id, hook
+        )
+        return self._whole(listing, "the list of training runs")
+
+    def _whole(self, listing: Listing[ListItem], what: str) -> list[ListItem]:
+        if not listing.complete:
+            message = f"{what} at {self._target.display_url} is incomplete: {listing.problem}"
+            raise IncompleteListError(message, detail=listing.problem)
+        return listing.items
 
     # --- bulk --------------------------------------------------------------------------------
     async def bulk_delete(
@@ -374,6 +398,21 @@ class CheckpointClient:
             await self.set_ttl(ref, ttl)
 
         return await bulk.run_bulk(refs, set_one, concurrency, on_progress)
+
+
+def _progress_hook(on_progress: Progress | None) -> paging.OnPage[Any] | None:
+    """Report (loaded, total) per page as an `on_page` hook; a new read starts from zero."""
+    if on_progress is None:
+        return None
+    loaded = {"read": 0, "items": 0}
+
+    async def hook(page: Page[Any]) -> None:
+        if page.read != loaded["read"]:
+            loaded.update(read=page.read, items=0)
+        loaded["items"] += len(page.items)
+        on_progress(loaded["items"], max(page.total, loaded["items"]))
+
+    return hook
 
 
 def _with_done(call: Call, status: int) -> Call:

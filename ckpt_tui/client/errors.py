@@ -50,6 +50,10 @@ class ReadOnlyError(ClientError):
     """A change asked of a client opened read-only (`--readonly`): refused before sending."""
 
 
+class IncompleteListError(ClientError):
+    """A whole list was asked for, but it could not be read whole (see paging.read_whole)."""
+
+
 class BadResponse(ClientError):
     """The server answered 2xx with something that is not the API's JSON."""
 

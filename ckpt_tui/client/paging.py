@@ -1,61 +1,200 @@
-"""Fetching a whole paginated list: the first page, then every other page concurrently.
+"""Fetching a whole paginated list, and knowing whether it really is whole.
 
-The first answer's `total_count` tells which offsets remain, so they are all requested at once
-(bounded by a semaphore) instead of one after another. Pages are yielded as they arrive, each
-with its offset; `collect` puts them back in server order.
+One read (`iter_pages`) asks for the first page, then for every offset not yet covered, all at
+once (bounded by a semaphore). It advances by what each page actually held, not by what it
+asked for: a server (or a proxy) that caps pages leaves gaps, and gaps are asked for again,
+round after round, until every offset below `total_count` is covered or a round adds nothing.
+
+A whole list (`read_whole`) is one read whose pages all reported the same total and whose
+distinct items number that total. A list that grew or shrank meanwhile is read again, until a
+read is whole or two reads agree, at most MAX_READS times; otherwise it comes back marked
+incomplete (`Listing.complete` False, with the reason), and callers must not treat it as whole.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from ckpt_tui.client.errors import ClientError
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]
 """Called as `on_progress(loaded, total)` after each page."""
 FetchPage = Callable[[int, int], Awaitable["Page[T]"]]
 """`fetch(limit, offset)` -> one page."""
+OnPage = Callable[["Page[T]"], Awaitable[None]]
+"""Awaited with each page as it arrives (`page.read` tells a new read from the last)."""
+
+MAX_READS = 3
+"""Reads of a list that keeps changing before it is given up on as incomplete."""
+MAX_ROUNDS = 16
+"""Rounds of gap requests in one read (each round must cover something new)."""
 
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of a list: its items, where it starts, and the list's total size then."""
+    """One page of a list: its items, where it starts, the list's total size then, and which
+    read of the list it belongs to."""
 
     items: list[T]
     offset: int
     total: int
+    read: int = 1
+
+
+@dataclass(frozen=True)
+class Listing(Generic[T]):
+    """A whole list, or as much as could be read (`complete` False, `problem` says why)."""
+
+    items: list[T]
+    complete: bool
+    problem: str = ""
+
+
+@dataclass
+class ReadReport:
+    """What one read saw: which offsets its pages covered, the totals they reported, and why
+    it stopped short (a page that failed, a round that added nothing)."""
+
+    totals: set[int] = field(default_factory=set)
+    covered: list[tuple[int, int]] = field(default_factory=list)
+    problem: str = ""
+
+    def add(self, page: Page[T]) -> None:
+        self.totals.add(page.total)
+        if page.items:
+            self.covered.append((page.offset, page.offset + len(page.items)))
+
+    @property
+    def total(self) -> int:
+        return max(self.totals, default=0)
+
+    @property
+    def steady(self) -> bool:
+        """Every page reported the same total: the list did not change during this read."""
+        return len(self.totals) <= 1
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """The ranges of offsets below the total that no page covered, in order."""
+        found: list[tuple[int, int]] = []
+        reached = 0
+        for start, end in sorted(self.covered):
+            if start > reached:
+                found.append((reached, min(start, self.total)))
+            reached = max(reached, end)
+        if reached < self.total:
+            found.append((reached, self.total))
+        return [(start, end) for start, end in found if start < end]
 
 
 async def iter_pages(
-    fetch: FetchPage[T], page_size: int = 1000, concurrency: int = 8
+    fetch: FetchPage[T],
+    page_size: int = 1000,
+    concurrency: int = 8,
+    report: ReadReport | None = None,
+    read: int = 1,
 ) -> AsyncIterator[Page[T]]:
-    """Yield the first page, then the others as they arrive (in any order).
+    """One read: yield the first page, then the others as they arrive (in any order).
 
-    If a later page reports a larger total (items were added meanwhile), the new tail is
-    fetched too. An error in any page cancels the rest and propagates.
+    Gaps (pages that held fewer items than asked, a total that grew) are asked for again
+    until every offset below the total is covered. The first page's error propagates; a later
+    page's error, or a round that covers nothing new (the list shrank), ends the read early
+    with `report.problem` set.
     """
     if page_size < 1 or concurrency < 1:
         raise ValueError("page_size and concurrency must be at least 1")
-    first = await fetch(page_size, 0)
+    report = ReadReport() if report is None else report
+    first = _as_read(await fetch(page_size, 0), read)
+    report.add(first)
     yield first
-    total, next_offset = first.total, page_size
     gate = asyncio.Semaphore(concurrency)
+    step = max(1, min(page_size, len(first.items)))  # what the server really serves a page
 
-    async def fetch_gated(offset: int) -> Page[T]:
+    async def fetch_gated(limit: int, offset: int) -> Page[T] | ClientError:
         async with gate:
-            return await fetch(page_size, offset)
+            try:
+                return _as_read(await fetch(limit, offset), read)
+            except ClientError as exc:
+                return exc
 
-    while next_offset < total:
-        offsets = range(next_offset, total, page_size)
-        next_offset = offsets[-1] + page_size
-        async for page in _as_completed([fetch_gated(offset) for offset in offsets]):
-            total = max(total, page.total)
-            yield page
+    for _round in range(MAX_ROUNDS):
+        gaps = report.gaps()
+        if not gaps:
+            return
+        before = sum(end - start for start, end in gaps)
+        requests = [
+            fetch_gated(min(step, end - offset), offset)
+            for start, end in gaps
+            for offset in range(start, end, step)
+        ]
+        async for result in _as_completed(requests):
+            if isinstance(result, ClientError):
+                report.problem = report.problem or f"a page could not be read: {result.message}"
+                continue
+            report.add(result)
+            step = max(step, min(page_size, len(result.items)))
+            yield result
+        if report.problem:
+            return
+        after = sum(end - start for start, end in report.gaps())
+        if after >= before and report.steady:
+            report.problem = f"the server listed {report.total:,} items but served fewer"
+            return
+        if after >= before:
+            return  # the list changed under this read: read it again
+    report.problem = f"still not covered after {MAX_ROUNDS} rounds of requests"
 
 
-async def _as_completed(coros: list[Awaitable[Page[T]]]) -> AsyncIterator[Page[T]]:
+def _as_read(page: Page[T], read: int) -> Page[T]:
+    return page if page.read == read else Page(page.items, page.offset, page.total, read)
+
+
+async def read_whole(
+    fetch: FetchPage[T],
+    key: Callable[[T], Hashable],
+    page_size: int = 1000,
+    concurrency: int = 8,
+    on_page: OnPage[T] | None = None,
+) -> Listing[T]:
+    """Read the list until a read is whole or two reads agree (at most MAX_READS reads).
+
+    Items come back in server order (by offset), later duplicates dropped. The first page's
+    error propagates; any other shortfall gives `Listing(..., complete=False, problem=...)`.
+    """
+    earlier: frozenset[Hashable] | None = None
+    listing: Listing[T] = Listing([], False)
+    for read in range(1, MAX_READS + 1):
+        report = ReadReport()
+        pages: list[Page[T]] = []
+        async for page in iter_pages(fetch, page_size, concurrency, report, read):
+            pages.append(page)
+            if on_page is not None:
+                await on_page(page)
+        pages.sort(key=lambda page: page.offset)
+        items = unique_by((item for page in pages for item in page.items), key)
+        covered = not report.gaps() and not report.problem
+        keys = frozenset(map(key, items))
+        if covered and len(items) == report.total and (report.steady or keys == earlier):
+            return Listing(items, True)
+        earlier = keys if covered else None
+        listing = Listing(items, False, report.problem or _changed(report, len(items)))
+    return listing
+
+
+def _changed(report: ReadReport, distinct: int) -> str:
+    totals = ", ".join(f"{total:,}" for total in sorted(report.totals))
+    return (
+        f"the list changed while it was read {MAX_READS} times (totals {totals}; "
+        f"{distinct:,} distinct items)"
+    )
+
+
+async def _as_completed(
+    coros: Sequence[Awaitable[Page[T] | ClientError]],
+) -> AsyncIterator[Page[T] | ClientError]:
     """Run `coros` as tasks; yield results as they finish; cancel the rest on early exit."""
     tasks = [asyncio.ensure_future(coro) for coro in coros]
     try:
@@ -65,20 +204,6 @@ async def _as_completed(coros: list[Awaitable[Page[T]]]) -> AsyncIterator[Page[T
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def collect(pages: AsyncIterator[Page[T]], on_progress: Progress | None = None) -> list[T]:
-    """All items of `pages` in server order (by offset), reporting progress per page."""
-    received: list[Page[T]] = []
-    loaded = total = 0
-    async for page in pages:
-        received.append(page)
-        loaded += len(page.items)
-        total = max(total, page.total, loaded)
-        if on_progress is not None:
-            on_progress(loaded, total)
-    received.sort(key=lambda page: page.offset)
-    return [item for page in received for item in page.items]
 
 
 def unique_by(items: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:

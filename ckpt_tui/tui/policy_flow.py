@@ -48,6 +48,15 @@ async def keep_policy_flow(screen: MainScreen) -> None:
     if catalog is None or not catalog.runs:
         screen.notify("Nothing loaded yet: wait for the runs to appear, then press k again.")
         return
+    snapshot = screen.snapshot
+    if snapshot is not None and snapshot.incomplete:
+        screen.notify(
+            f"No keep policy on a partial list: {snapshot.incomplete}. Refresh (r) and try "
+            "again once the whole list is read.",
+            severity="warning",
+            markup=False,
+        )
+        return
     runs, label = policy_scope(screen, catalog)
     app = screen.ckpt_app
     dialog = KeepPolicyScreen(

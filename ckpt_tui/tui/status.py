@@ -112,6 +112,10 @@ def status_text(screen: BrowseScreen, now: datetime) -> Text:
     for extra in extras:
         text.append("  │  ")
         text.append(extra, style="bold")
+    snapshot = screen.snapshot
+    if snapshot is not None and snapshot.incomplete and not screen.fetching:
+        text.append("  │  ")
+        text.append("Incomplete list: some checkpoints may not be shown", style="bold yellow")
     if screen.error:
         text.append("  │  ")
         text.append(f"Backend error (r retries): {screen.error}", style="bold red")

@@ -185,9 +185,18 @@ class BrowseScreen(Screen[None]):
         else:
             self.error = None
             self.show_complete(snapshot)
-            self.drop_gone_marks()
+            if snapshot.complete:  # a partial list cannot tell what is gone
+                self.drop_gone_marks()
             if await asyncio.to_thread(refresh_metrics, self.ckpt_app.metrics_cache):
                 self.update_details()  # a refresh reads the loss curves' new lines too
+            if snapshot.incomplete:
+                self.notify(
+                    f"{snapshot.incomplete}.\nNothing is marked missing, and keep policies are "
+                    "off until a refresh (r) reads the whole list.",
+                    title="Incomplete list",
+                    severity="warning",
+                    markup=False,
+                )
         finally:
             self.fetching = False
             self.update_chrome()

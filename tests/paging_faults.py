@@ -1,0 +1,58 @@
+"""A real ASGI app in front of the server that spoils list pages, as proxies and busy servers do.
+
+    proxy = PagingFaults(create_app(store, sweep_interval=None), cap=100)
+    proxy.fail_offsets({200}, times=1)      # the page at offset 200 answers 500, once
+    proxy.before_page = lambda offset: ...  # e.g. add or delete a checkpoint mid-read
+
+`cap` cuts every list request's `limit` (a proxy that serves at most `cap` items a page);
+`pages` logs the (offset, limit) of each list request that reached the server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+LISTS = ("/api/v1/checkpoints", "/api/v1/training_runs")
+
+
+class PagingFaults:
+    def __init__(self, app: ASGIApp, cap: int | None = None) -> None:
+        self.app = app
+        self.cap = cap
+        self.failing: dict[int, int] = {}
+        self.before_page: Callable[[int], None] | None = None
+        self.pages: list[tuple[int, int]] = []
+
+    def fail_offsets(self, offsets: set[int], times: int = 1_000_000) -> None:
+        """Checkpoint pages starting at these offsets answer 500, `times` times each."""
+        self.failing = dict.fromkeys(offsets, times)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in LISTS:
+            await self.app(scope, receive, send)
+            return
+        query = dict(parse_qsl(scope["query_string"].decode()))
+        offset = int(query.get("offset", "0"))
+        if self.cap is not None:
+            query["limit"] = str(min(int(query.get("limit", self.cap)), self.cap))
+        if scope["path"] == LISTS[0] and self.failing.get(offset, 0) > 0:
+            self.failing[offset] -= 1
+            await _answer_500(send, offset)
+            return
+        if scope["path"] == LISTS[0]:
+            self.pages.append((offset, int(query.get("limit", "100"))))
+            if self.before_page is not None:
+                self.before_page(offset)
+        scope = {**scope, "query_string": urlencode(query).encode()}
+        await self.app(scope, receive, send)
+
+
+async def _answer_500(send: Send, offset: int) -> None:
+    body = json.dumps({"detail": f"injected failure of the page at offset {offset}"}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 500, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
