@@ -213,7 +213,7 @@ class StoreCore:
         """Under the lock: rescan the tinker-layout runs that changed (quick, no pickles) and
         say which discovered runs must be read again."""
         if self._closed:
-            raise StoreError(f"the store at {self.root} is closed; open it again")
+            raise StoreClosedError(f"the store at {self.root} is closed; open it again")
         if not force and time.monotonic() - self._last_check < self.recheck_interval:
             return None
         self._notice_tinker_changes()
