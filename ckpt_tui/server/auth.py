@@ -85,4 +85,5 @@ class AuthMiddleware:
             return None
         # No `x-should-retry: false` here: a retry with a fresh JWT does help, and the SDK
         # replays on this answer in its auth flow (tinker/lib/_jwt_auth.py).
-        return error_response(401, problem, headers={"WWW-Authenticate": INVALID_TOKEN})
+        headers = {"WWW-Authenticate": INVALID_TOKEN}
+        return error_response(401, problem, headers=headers, retry_helps=True)

@@ -57,10 +57,17 @@ class ApiError(Exception):
         self.detail = detail
 
 
-def error_response(status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The one shape of every error answer, with the retry advice its status calls for."""
+def error_response(
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    retry_helps: bool = False,
+) -> Response:
+    """The one shape of every error answer, with the retry advice its status calls for
+    (`retry_helps`: a 4xx that a retry can fix, such as an expired JWT)."""
     advice = dict(headers or {})
-    if 400 <= status < 500 and status not in RETRYABLE_4XX:
+    if 400 <= status < 500 and status not in RETRYABLE_4XX and not retry_helps:
         advice["x-should-retry"] = "false"
     if status in (429, 503):
         advice.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
