@@ -72,7 +72,9 @@ async def test_a_session_open_across_several_lifetimes_still_deletes(
         first, since = issuer.issued, time.monotonic()
         # Wait out two lifetimes, and at least four renewals made while nobody typed (the
         # background renewal at ~half of each lifetime; no call needed one meanwhile).
+        give_up = since + 60  # only if renewals never come: a failure, not a race
         while issuer.issued < first + 4 or time.monotonic() - since < 2 * LIFETIME:
+            assert time.monotonic() < give_up, "no JWT was renewed while the app sat idle"
             await asyncio.sleep(0.1)
         await pilot.press("d", "y")
         await settle(pilot)
