@@ -61,8 +61,13 @@ def test_the_server_lists_one_project_s_runs(projects_url: str) -> None:
     assert empty.status_code == 400 and "project_id" in empty.json()["detail"]
 
 
-def test_ls_shows_only_the_project(projects_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ls", "--url", projects_url, "--project", "alpha", "--json"]) == 0
+@pytest.mark.parametrize("before", [True, False])
+def test_ls_shows_only_the_project(
+    projects_url: str, capsys: pytest.CaptureFixture[str], before: bool
+) -> None:
+    project = ["--project", "alpha"]
+    argv = [*project, "ls"] if before else ["ls", *project]
+    assert main([*argv, "--url", projects_url, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["backend"] == f"{projects_url} (no API key, project alpha)"
     assert sorted(run["run_id"] for run in document["runs"]) == ["a1", "a2"]
