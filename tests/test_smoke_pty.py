@@ -68,14 +68,15 @@ def wait_for_exit(fd: int, process: subprocess.Popen[bytes]) -> str:
     return screen_text(raw)
 
 
-def test_the_demo_opens_in_a_terminal_and_q_quits(tmp_path: Path) -> None:
+def start_demo(tmp_path: Path, columns: int, lines: int) -> tuple[int, subprocess.Popen[bytes]]:
+    """`ckpt-tui demo` in a fresh pseudo-terminal of that size: (the master fd, the process)."""
     master, slave = os.openpty()
-    set_window_size(slave, COLUMNS, LINES)
+    set_window_size(slave, columns, lines)
     env = {
         **os.environ,
         "TERM": "xterm-256color",
-        "COLUMNS": str(COLUMNS),
-        "LINES": str(LINES),
+        "COLUMNS": str(columns),
+        "LINES": str(lines),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     env.pop("TEXTUAL", None)  # no devtools or other driver overrides from the caller
@@ -84,6 +85,18 @@ def test_the_demo_opens_in_a_terminal_and_q_quits(tmp_path: Path) -> None:
         command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
     )
     os.close(slave)
+    return master, process
+
+
+def stop(master: int, process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    os.close(master)
+
+
+def test_the_demo_opens_in_a_terminal_and_q_quits(tmp_path: Path) -> None:
+    master, process = start_demo(tmp_path, COLUMNS, LINES)
     try:
         shown = read_until_main_view(master, process)
         assert main_view_shown(shown), shown[-2000:]
@@ -92,7 +105,36 @@ def test_the_demo_opens_in_a_terminal_and_q_quits(tmp_path: Path) -> None:
         assert process.poll() == 0, after[-2000:]
         assert "The demo stays in" in after  # printed once the app has left the screen
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(master)
+        stop(master, process)
+
+
+def read_until(fd: int, process: subprocess.Popen[bytes], words: tuple[str, ...]) -> str:
+    """Read output until every one of `words` has shown (or time runs out); the text so far."""
+    raw = b""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        raw += read_available(fd, 0.1)
+        if all(word in screen_text(raw) for word in words):
+            break
+    return screen_text(raw)
+
+
+@pytest.mark.parametrize(
+    ("columns", "lines", "words"),
+    [
+        (80, 24, ("local store", "checkpoints", "TTL", "Delete", "Keep policy")),
+        (40, 12, ("local store", "terminal too small (need 60x16)")),
+    ],
+)
+def test_small_terminals_keep_the_backend_and_say_what_they_lack(
+    tmp_path: Path, columns: int, lines: int, words: tuple[str, ...]
+) -> None:
+    master, process = start_demo(tmp_path, columns, lines)
+    try:
+        shown = read_until(master, process, words)
+        assert [word for word in words if word not in shown] == [], shown[-2000:]
+        os.write(master, b"q")
+        wait_for_exit(master, process)
+        assert process.poll() == 0
+    finally:
+        stop(master, process)

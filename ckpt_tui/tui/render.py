@@ -89,13 +89,14 @@ def lacking(columns: list[Column], wants: Mapping[str, int]) -> int:
 
 
 def widened(columns: list[Column], spare: int, wants: Mapping[str, int]) -> list[Column]:
-    """Columns widened toward their wants, sharing `spare` in proportion to each one's need."""
+    """Columns widened toward their wants, smallest need first: each gets what it lacks or
+    an equal share of what is left, so one very long name cannot starve the others."""
     needs = {c.key: wants.get(c.key, 0) - c.width for c in columns if c.flex}
-    needs = {key: need for key, need in needs.items() if need > 0}
-    needed = sum(needs.values())
-    if spare <= 0 or not needed:
-        return columns
-    give = {key: need * min(spare, needed) // needed for key, need in needs.items()}
+    give: dict[str, int] = {}
+    waiting = sorted((need, key) for key, need in needs.items() if need > 0)
+    for index, (need, key) in enumerate(waiting):
+        give[key] = max(0, min(need, spare // (len(waiting) - index)))
+        spare -= give[key]
     return [replace(c, width=c.width + give.get(c.key, 0)) for c in columns]
 
 
