@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -80,8 +80,8 @@ class StoreCore:
         self._lock = threading.RLock()
         self._scan_lock = threading.Lock()
         """Held while discovered runs are read outside `_lock` (one such scan at a time)."""
-        self._generation = 0
-        """Counts changes to the index: a scan read outside the lock applies only if unchanged."""
+        self._changes: Counter[str] = Counter()
+        """Changes per run: a run read outside the lock is applied only if it had none since."""
         self._closed = False
         self._unsettled: set[str] = set()
         """Runs with a checkpoint still being written: rescanned at every check."""
@@ -148,7 +148,7 @@ class StoreCore:
         self._put_scan(run_id, rows, scan)
 
     def _put_scan(self, run_id: str, rows: list[Row], scan: RunScan | None) -> None:
-        self._generation += 1
+        self._changes[run_id] += 1
         self._unsettled.discard(run_id)
         if scan is None:
             self._meta.apply(delete=_keys(rows), drop_runs=[run_id])
@@ -176,21 +176,24 @@ class StoreCore:
     def _tinker_ids(self) -> set[str]:
         return {r.run_id for r in self._index.runs.values() if r.rel is None}
 
-    def _put_discovery(self, discovery: Discovery) -> None:
+    def _put_discovery(self, discovery: Discovery, skip: Collection[str] = ()) -> None:
+        """Bring every discovered run in line with a walk; `skip` runs keep what they have
+        (their own signature makes the next check read them again)."""
         self._discovery_watch = discovery.watch
         found = {run.run_id: run for run in discovery.runs}
         old_ids = [r.run_id for r in self._index.runs.values() if r.rel is not None]
         for run_id in sorted(set(old_ids) | found.keys()):
-            self._put_found(run_id, found.get(run_id))
+            if run_id not in skip:
+                self._put_found(run_id, found.get(run_id))
 
     def _notice_changes_unlocked(self, force: bool = False) -> bool:
         """`_notice_changes` for a caller that does not hold the store lock: the discovered
         runs' files (pickles, JSON) are read without it, so a slow folder delays no other call.
 
-        One such scan runs at a time; a list that finds one running serves what is known. If
-        the store changed while the files were read, the result is dropped and read again at
-        the next check (it could bring back a checkpoint just deleted). False when the changes
-        were not looked at (a scan was running, or the result was dropped).
+        One such scan runs at a time; a list that finds one running serves what is known. A run
+        changed through the store while its files were read keeps its state (what was read
+        could bring back a checkpoint just deleted) and is read again at the next check. False
+        when some changes were not taken in (a scan was running, or a run was skipped).
         """
         if not self._scan_lock.acquire(blocking=force):
             return False
@@ -201,11 +204,12 @@ class StoreCore:
                 return True
             read = plan.read(self.root)
             with self._lock:
-                if self._closed or self._generation != plan.generation:
+                if self._closed:
                     return False
-                read.apply(self)
+                changed = {run_id for run_id, n in self._changes.items() if plan.seen[run_id] != n}
+                read.apply(self, skip=changed)
                 self._last_check = time.monotonic()
-                return True
+                return not changed
         finally:
             self._scan_lock.release()
 
@@ -218,14 +222,14 @@ class StoreCore:
             return None
         self._notice_tinker_changes()
         if watch_changed(self._discovery_watch):
-            return _ScanPlan(self._generation, self._tinker_ids(), rediscover=True)
+            return _ScanPlan(self._changes.copy(), self._tinker_ids(), rediscover=True)
         changed = {
             run.run_id: run.rel
             for run in self._index.runs.values()
             if run.rel is not None
             and (run.run_id in self._unsettled or run.current_signature() != run.signature)
         }
-        return _ScanPlan(self._generation, set(), changed=changed)
+        return _ScanPlan(self._changes.copy(), set(), changed=changed)
 
     def _notice_tinker_changes(self) -> None:
         runs_mtime = mtime_ns(self._layout.runs)
@@ -299,7 +303,7 @@ class StoreCore:
         """Write a changed row (one transaction) and update the index."""
         now_us = self._now_us()
         self._meta.apply(upsert=[row], touch={row.run_id: now_us} if touch else None)
-        self._generation += 1
+        self._changes[row.run_id] += 1
         entry.row = row
         self._index.entry_changed(entry)
         if touch:
@@ -338,7 +342,7 @@ class StoreCore:
         now_us = self._now_us()
         run_id = entry.row.run_id
         self._meta.apply(delete=[entry.key], touch={run_id: now_us} if touch else None)
-        self._generation += 1
+        self._changes[run_id] += 1
         self._index.remove(entry)
         run = self._index.runs[run_id]
         if touch:
@@ -383,7 +387,8 @@ def _is_inside(base: str, adapter: Path, target: Path) -> bool:
 class _ScanPlan:
     """What to read outside the lock: the whole walk, or some discovered runs again."""
 
-    generation: int
+    seen: Counter[str]
+    """The store's changes per run when the plan was made."""
     tinker_ids: set[str]
     rediscover: bool = False
     changed: dict[str, str] = field(default_factory=dict)
@@ -400,8 +405,9 @@ class _ScanRead:
     discovery: Discovery | None
     runs: dict[str, FoundRun | None] = field(default_factory=dict)
 
-    def apply(self, core: StoreCore) -> None:
+    def apply(self, core: StoreCore, skip: Collection[str]) -> None:
         if self.discovery is not None:
-            core._put_discovery(self.discovery)
+            core._put_discovery(self.discovery, skip)
         for run_id, found in self.runs.items():
-            core._put_found(run_id, found)
+            if run_id not in skip:
+                core._put_found(run_id, found)

@@ -218,7 +218,7 @@ class Store(StoreCore):
         write_run_info(run_dir, info)
         run = RunEntry(run_id, run_dir, info, run_signature(run_dir))
         self._index.put_run(run, [], self._now_us())
-        self._generation += 1
+        self._changes[run_id] += 1
         return run.training_run()
 
     @locked
@@ -265,7 +265,7 @@ class Store(StoreCore):
         entry = CheckpointEntry(row, str(dest))
         now_us = self._now_us()
         self._meta.apply(upsert=[row], touch={run_id: now_us})
-        self._generation += 1
+        self._changes[run_id] += 1
         self._index.add(entry, now_us)
         self._touch(run, now_us)
         run.signature = run_signature(run.path)
