@@ -20,11 +20,14 @@ import pytest
 
 from ckpt_tui.bounded_json import MAX_JSON_DEPTH
 from ckpt_tui.clock import FixedClock
+from ckpt_tui.server import create_app
 from ckpt_tui.store import Store, core
 from ckpt_tui.store.discover import Discovery, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
 from ckpt_tui.store.discover.torch_zip import MAX_PICKLE_BYTES, read_torch_file
 from tests import layouts as L
+from tests.support.live_server import run_server
+from tests.tui_support import make_app, runs, settle
 
 DEEP_TUPLE = b"\x80\x02}N" + b"\x85" * 2_000_000 + b"Ns."
 """A dict keyed by a tuple nested two million deep: hashing it overflows the C stack."""
@@ -239,3 +242,26 @@ def test_reading_discovered_files_holds_up_no_other_call(
         after = {run.training_run_id for run in store.list_runs()[0]}
     assert answered_while_walking and walk_outcome[0]
     assert listed == {"r"} and after == {"r", "exp"}
+
+
+# --- the TUI says what could not be read --------------------------------------------------------
+async def test_the_tui_reports_unreadable_files_once(tmp_path: Path, clock: FixedClock) -> None:
+    root = tmp_path / "store"
+    bad_json_store(root, clock)
+    L.write(root / "deep.pt", deflated_zip(DEEP_TUPLE))
+    with (
+        Store.open(root, clock) as store,
+        run_server(create_app(store, sweep_interval=None)) as url,
+    ):
+        app = make_app(url, tmp_path / "logs", clock)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            await pilot.press("r")  # a refresh with the same problems says nothing new
+            await settle(pilot)
+            notices = [n for n in app._notifications if "reading the backend" in n.title]
+            run_ids = {row.run_id for row in runs(app).rows}
+    assert len(notices) == 1 and notices[0].severity == "warning"
+    assert notices[0].title == "7 problems reading the backend's files"
+    assert "run.json is missing or unreadable" in notices[0].message
+    assert notices[0].message.endswith("... and 4 more: `ckpt-tui ls` lists them all")
+    assert {"deep", "list", "huge-rank", "peft", "sharded", "indexed", "_root_"} <= run_ids

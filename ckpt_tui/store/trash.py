@@ -139,15 +139,13 @@ def opened_dir(layout: Layout, parts: Sequence[str], create: Sequence[str] = ())
 
 
 def _open_child(fd: int, name: str, where: Path) -> int:
-    try:
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
-    except OSError as exc:
-        if exc.errno not in LINK_ERRORS:
-            raise
-    raise StoreError(
-        f"refusing to touch {where / name}: it is a symbolic link or not a folder; "
-        "replace the link with a real folder"
-    )
+    child = _open_subdir(fd, name)
+    if child is None:
+        raise StoreError(
+            f"refusing to touch {where / name}: it is a symbolic link or not a folder; "
+            "replace the link with a real folder"
+        )
+    return child
 
 
 def _is_link(name: str, folder: int) -> bool:

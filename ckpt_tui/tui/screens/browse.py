@@ -20,7 +20,7 @@ from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import ClientError
 from ckpt_tui.heap import Graveyard, keep_long_lived
-from ckpt_tui.loader import Snapshot, load_snapshot
+from ckpt_tui.loader import Snapshot, backend_problems, load_snapshot
 from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
@@ -49,6 +49,14 @@ MIN_WIDTH, MIN_HEIGHT = 60, 16
 """Below this the screen says it is too small instead of showing cut panes."""
 WIDE = 120
 """Narrower terminals get the compact footer (less space between hints)."""
+SHOWN_PROBLEMS = 3
+"""A notice of problems names this many; `ckpt-tui ls` lists them all."""
+
+
+def problems_notice(problems: list[str]) -> str:
+    shown = "\n".join(problems[:SHOWN_PROBLEMS])
+    more = len(problems) - SHOWN_PROBLEMS
+    return shown + (f"\n... and {more} more: `ckpt-tui ls` lists them all" if more > 0 else "")
 
 
 def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
@@ -85,6 +93,7 @@ class BrowseScreen(Screen[None]):
         self.graveyard = Graveyard()
         self.sorted_rows = SortedRows(self.graveyard)
         self.row_cache = RowCache()
+        self.reported_problems: set[str] = set()
 
     @property
     def ckpt_app(self) -> CkptApp:
@@ -197,6 +206,7 @@ class BrowseScreen(Screen[None]):
                     severity="warning",
                     markup=False,
                 )
+            self.report_problems(snapshot)
         finally:
             self.fetching = False
             self.update_chrome()
@@ -236,6 +246,16 @@ class BrowseScreen(Screen[None]):
             self.checkpoints_table.empty_message = f"{hint} {message}"
             self.runs_table.empty_message = "No runs: the backend could not be reached."
         self.notify(f"{message}\n{hint}", title="Backend error", severity="error", markup=False)
+
+    def report_problems(self, snapshot: Snapshot) -> None:
+        """Say what the backend could not read (a broken run.json, an unreadable file), once
+        per problem; the rows stay listed, with the reason in their metadata."""
+        problems = backend_problems(snapshot.runs, snapshot.checkpoints)
+        new = [problem for problem in problems if problem not in self.reported_problems]
+        self.reported_problems = set(problems)
+        if new:
+            title = f"{len(new)} problem{'s' if len(new) > 1 else ''} reading the backend's files"
+            self.notify(problems_notice(new), title=title, severity="warning", markup=False)
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
