@@ -154,6 +154,23 @@ def test_a_safetensors_shape_too_large_for_a_float_is_a_problem(
     assert "is too large" in (checkpoint.user_metadata or {})["unreadable"]
 
 
+def test_a_dcp_metadata_past_the_opcode_bound_still_shows_optimizer_state(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    """A large sharded save's .metadata has millions of opcodes; its strings still tell."""
+    folder = L.dcp_checkpoint(tmp_path / "store/exp/step-10", with_metadata=False)
+    writer = L.PickleWriter()
+    writer.global_("torch.distributed.checkpoint.metadata", "Metadata")
+    writer.out += b")\x81"
+    filler = L.Raw(b"N0" * (MAX_OPCODES // 2 + 1))  # None, POP: past the bound
+    writer.dict({"state_dict_metadata": {"model.w": filler, "optim.state.0.exp_avg": 2}})
+    writer.out += b"b"
+    L.write(folder / ".metadata", writer.finish())
+    with Store.open(tmp_path / "store", clock) as store:
+        (checkpoint,) = store.list_checkpoints()[0]
+    assert (checkpoint.user_metadata or {})["has_optimizer"] == "true"
+
+
 # --- JSON files -----------------------------------------------------------------------------
 DEEP_JSON = "[" * 100_000
 
