@@ -11,6 +11,7 @@ from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import Size
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from tests.test_dialogs_support import (
+    BACKEND,
     NOW,
     DialogApp,
     GiB,
@@ -36,7 +37,7 @@ def risky_rows() -> list[CheckpointRow]:
 
 
 def delete_app(rows: list[CheckpointRow], hidden: int = 0) -> DialogApp[DeleteChoice]:
-    return DialogApp(lambda: DeleteDialog(rows, hidden, NOW))
+    return DialogApp(lambda: DeleteDialog(rows, hidden, NOW, BACKEND))
 
 
 @pytest.mark.parametrize("key", ["enter", "escape", "n"])
@@ -63,9 +64,16 @@ async def test_y_deletes_a_small_safe_set_and_e_expires_instead() -> None:
     assert app.results == ["expire"]
 
 
-async def test_e_expires_even_when_the_word_is_needed() -> None:
+async def test_letters_are_shortcuts_only_on_the_buttons_when_the_word_is_needed() -> None:
     app = delete_app(risky_rows())
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"yne")  # typed into the box: no shortcut fires
+        await pilot.pause()
+        assert app.results == []
+        assert app.screen.query_one("#delete-word", Input).value == "yne"
+        await pilot.press("tab")  # to Cancel
+        assert app.focused is not None and app.focused.id == "delete-cancel"
         await pilot.press("e")
         await pilot.pause()
     assert app.results == ["expire"]
@@ -77,9 +85,7 @@ async def test_risky_or_big_sets_need_the_exact_word(
 ) -> None:
     app = delete_app(make_rows())
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("y")  # does nothing but point at the input
         await pilot.pause()
-        assert app.results == []
         assert app.focused is not None and app.focused.id == "delete-word"
         assert app.screen.query_one("#delete-confirm", Button).disabled
         await pilot.press("y", "enter")  # "y" typed into the box is not a confirmation
@@ -93,6 +99,17 @@ async def test_risky_or_big_sets_need_the_exact_word(
         await pilot.press("enter")
         await pilot.pause()
     assert app.results == ["delete"]
+
+
+async def test_y_on_the_buttons_points_at_the_box() -> None:
+    app = delete_app(risky_rows())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab", "y")
+        await pilot.pause()
+        assert app.results == []
+        assert app.focused is not None and app.focused.id == "delete-word"
+        assert "Type the word delete" in screen_text(app)
 
 
 async def test_delete_button_works_once_the_word_is_typed() -> None:

@@ -9,11 +9,11 @@ import pytest
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log import SessionLogScreen
 from ckpt_tui.tui.session_log import LogEntry, SessionLog
-from tests.test_dialogs_support import NOW, DialogApp, screen_text
+from tests.test_dialogs_support import BACKEND, NOW, DialogApp, public_and_private, screen_text
 
 
-def publish_app() -> DialogApp[PublishChoice | None]:
-    return DialogApp(lambda: PublishDialog(public_count=3, private_count=5))
+def publish_app(public: int = 3, private: int = 5) -> DialogApp[PublishChoice | None]:
+    return DialogApp(lambda: PublishDialog(public_and_private(public, private), BACKEND, NOW))
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,15 @@ async def test_each_button_returns_its_choice(button: str, expected: str | None)
 
 
 @pytest.mark.parametrize(
-    ("keys", "expected"), [(("enter",), None), (("escape",), None), (("p",), "publish")]
+    ("keys", "expected"),
+    [
+        (("enter",), None),
+        (("escape",), None),
+        (("n",), None),
+        (("y",), "publish"),
+        (("u",), "unpublish"),
+        (("p", "p", "enter"), None),  # p is no key here: "pp" does not publish
+    ],
 )
 async def test_cancel_is_focused_and_keys_choose(
     keys: tuple[str, ...], expected: str | None
@@ -103,3 +111,30 @@ async def test_empty_log_says_so_and_closes(key: str) -> None:
         await pilot.press(key)
         await pilot.pause()
     assert app.results == [None]
+
+
+@pytest.mark.parametrize(
+    ("public", "private", "title", "heading", "absent"),
+    [
+        (0, 2, "Publish 2 checkpoints?", "Becomes public:", "Becomes private:"),
+        (1, 0, "Unpublish 1 checkpoint?", "Becomes private:", "Becomes public:"),
+    ],
+)
+async def test_one_way_lists_what_changes_names_the_backend_and_y_confirms(
+    public: int, private: int, title: str, heading: str, absent: str
+) -> None:
+    app = publish_app(public, private)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert title in text and heading in text and absent not in text
+        assert f"on {BACKEND}" in text
+        assert "000000" in text and "y: " in text
+        assert app.focused is not None and app.focused.id == "cancel"
+        await pilot.press("u" if private else "y")  # u: nothing to unpublish when all private
+        await pilot.pause()
+        if private:
+            assert app.results == []
+            await pilot.press("y")
+            await pilot.pause()
+    assert app.results == ["publish" if private else "unpublish"]

@@ -20,6 +20,8 @@ from ckpt_tui.tui.screens.publish_dialog import question
 from ckpt_tui.tui.session_log import LogEntry, SessionLog
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BACKEND = "local store /data/ckpts"
+"""The backend a dialog names (dialogs show it as given)."""
 RUN = "run-a"
 GiB = 1024**3
 R = TypeVar("R")
@@ -69,6 +71,12 @@ def flagged(row: CheckpointRow, *, final: bool = False, resume: bool = False) ->
 
 def many_rows(count: int) -> list[CheckpointRow]:
     return rows_of(*(ckpt(f"{step:06d}", 24.0 * (step + 1)) for step in range(count)))
+
+
+def public_and_private(public: int, private: int) -> list[CheckpointRow]:
+    """`public` public checkpoints, then `private` private ones."""
+    count = public + private
+    return rows_of(*(ckpt(f"{step:06d}", 24.0, public=step < public) for step in range(count)))
 
 
 class DialogApp(App[None], Generic[R]):

@@ -9,7 +9,15 @@ from textual.widgets import Button
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
-from tests.test_dialogs_support import NOW, DialogApp, ckpt, many_rows, rows_of, static_text
+from tests.test_dialogs_support import (
+    BACKEND,
+    NOW,
+    DialogApp,
+    ckpt,
+    many_rows,
+    rows_of,
+    static_text,
+)
 
 DAY = 86400
 PAST, FUTURE, NEVER = (
@@ -26,7 +34,7 @@ def three_rows() -> list[CheckpointRow]:
 
 def ttl_app(rows: list[CheckpointRow] | None = None) -> DialogApp[TtlPlan | None]:
     chosen = three_rows() if rows is None else rows
-    return DialogApp(lambda: TtlDialog(chosen, NOW))
+    return DialogApp(lambda: TtlDialog(chosen, NOW, BACKEND))
 
 
 @pytest.mark.parametrize(

@@ -60,10 +60,16 @@ async def test_p_publishes_then_unpublishes(demo: ServedDemo) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("p")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "PublishDialog"
+        assert not is_public(demo, row)  # p only asks
+        await pilot.press("y")
         await settle(pilot)
         assert is_public(demo, row)
         assert find(app, "sl/llama-8b-tulu3", "000500", "sampler").public  # the view follows
         await pilot.press("p")
+        await pilot.pause()
+        await pilot.press("y")
         await settle(pilot)
         assert not is_public(demo, row)
 
@@ -78,7 +84,7 @@ async def test_a_mixed_selection_asks_which(demo: ServedDemo) -> None:
         await pilot.press("p")
         await pilot.pause()
         assert type(app.screen).__name__ == "PublishDialog"
-        await pilot.press("p")  # the dialog's key for "publish"
+        await pilot.press("y")  # the dialog's key for "publish"
         await settle(pilot)
         assert is_public(demo, public) and is_public(demo, private)
         assert checkpoints(app).marks == frozenset()
@@ -116,9 +122,11 @@ async def test_final_checkpoints_need_the_typed_word(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         row = await loaded_on(pilot, app, "full/llama-3b-ft", "final", "sampler")
-        await pilot.press("d", "y")
-        await pilot.pause()  # the dialog's worker waits for an answer: nothing to settle
-        assert type(app.screen).__name__ == "DeleteDialog"  # y alone is not enough
+        await pilot.press("d")
+        await pilot.pause()  # the dialog waits for an answer: nothing to settle
+        await pilot.press("tab", "y")  # y on the buttons is not enough
+        await pilot.pause()
+        assert type(app.screen).__name__ == "DeleteDialog"
         assert stored(demo, row)
         await pilot.press(*"delet", "enter")
         await pilot.pause()
@@ -137,7 +145,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
         run = next(r for r in catalog.runs if r.display_name == "sl/llama-8b-tulu3")
         victims = [r for r in run.stored_rows if not (r.final or r.resume_point or r.public)][:11]
         checkpoints(app).set_marks([r.tinker_path for r in victims])
-        await pilot.press("d", "y")
+        await pilot.press("d")
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog"
         await pilot.press(*"delete", "enter")
@@ -146,7 +154,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
         assert app.session_log.entries[-1].summary == "Deleted 11 of 11"
 
 
-async def test_expire_instead_sets_a_one_hour_ttl(demo: ServedDemo) -> None:
+async def test_expire_instead_sets_a_one_day_ttl(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000600", "state")
@@ -154,7 +162,7 @@ async def test_expire_instead_sets_a_one_hour_ttl(demo: ServedDemo) -> None:
         await settle(pilot)
         kept = demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
         assert kept.expires_at is not None
-        assert (kept.expires_at - demo.clock.now()).total_seconds() == 3600
+        assert (kept.expires_at - demo.clock.now()).total_seconds() == 86400
 
 
 async def test_readonly_refuses_every_change(demo: ServedDemo) -> None:
@@ -287,7 +295,7 @@ async def test_the_session_log_lists_each_action(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
-        await pilot.press("p")
+        await pilot.press("p", "y")
         await settle(pilot)
         await pilot.press("L")
         await pilot.pause()

@@ -101,7 +101,7 @@ async def test_confirming_deletes_exactly_the_plan_after_the_typed_word(demo: Se
         await pilot.click("#kp-delete")
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog"
-        await pilot.press("y")  # 16 > 10: y alone is not enough
+        await pilot.press("tab", "y")  # on the buttons, y alone is not enough: 16 > 10
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog" and set(live(demo.store)) == before
         await pilot.press(*"delete", "enter")

@@ -17,14 +17,20 @@ from ckpt_tui.client import CheckpointClient, Outcome
 from ckpt_tui.client.bulk import BulkProgress
 
 ActionKind = Literal["delete", "publish", "unpublish", "ttl", "expire"]
-EXPIRE_SOON_SECONDS = 3600
+EXPIRE_INSTEAD_SECONDS = 86400
+EXPIRE_INSTEAD_TEXT = "1 day"
+""""Expire instead of deleting": the one grace period of the delete dialog and the keep policy.
+A day, not an hour: long enough to notice a mistake tomorrow morning."""
 
 VERBS: dict[ActionKind, tuple[str, str]] = {
     "delete": ("Deleting", "Deleted"),
     "publish": ("Publishing", "Published"),
     "unpublish": ("Unpublishing", "Unpublished"),
     "ttl": ("Setting the TTL of", "Set the TTL of"),
-    "expire": ("Setting to expire in 1 hour", "Set to expire in 1 hour"),
+    "expire": (
+        f"Setting to expire in {EXPIRE_INSTEAD_TEXT}",
+        f"Set to expire in {EXPIRE_INSTEAD_TEXT}",
+    ),
 }
 
 
@@ -43,7 +49,7 @@ class BulkAction:
 
     def ttl_of(self, path: object) -> int | None:
         if self.kind == "expire":
-            return EXPIRE_SOON_SECONDS
+            return EXPIRE_INSTEAD_SECONDS
         return self.ttl_for[str(path)]
 
     async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ckpt_tui.catalog import Catalog, RunSummary
 from ckpt_tui.ttl import format_duration
-from ckpt_tui.tui.bulk import BulkAction
+from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT, BulkAction
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
 
@@ -76,9 +76,12 @@ async def carry_out(screen: MainScreen, outcome: PolicyOutcome) -> None:
         screen.start(BulkAction("ttl", paths, label, dict.fromkeys(paths, seconds)))
         return
     now = screen.ckpt_app.clock.now()
-    dialog = DeleteDialog(rows, screen.hidden_count(rows), now)
+    backend = screen.ckpt_app.backend.describe()
+    dialog = DeleteDialog(rows, screen.hidden_count(rows), now, backend)
     choice = await screen.app.push_screen_wait(dialog)
     if choice == "delete":
         screen.start(BulkAction("delete", paths, "delete (keep policy)"))
     elif choice == "expire":
-        screen.start(BulkAction("expire", paths, "expire in 1 hour instead of deleting"))
+        screen.start(
+            BulkAction("expire", paths, f"expire in {EXPIRE_INSTEAD_TEXT} instead of deleting")
+        )

@@ -1,7 +1,10 @@
 """Confirm a deletion: what goes, how much it frees, what is risky; Cancel is the default.
 
 Small safe sets confirm with `y`; big or risky ones (over 10, or any final, resume-point or
-public checkpoint) need the word `delete` typed. "Expire in 1 hour instead" is the undoable way.
+public checkpoint) need the word `delete` typed. "Expire in 1 day instead" is the undoable way.
+
+A dialog that asks for the word opens with focus in its text box, and its one-letter keys
+(y, n, e) work only while a button has focus: typed letters are the word, never a shortcut.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_size, format_total, total
+from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT
 from ckpt_tui.tui.render import format_created
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
 
@@ -29,7 +33,7 @@ DeleteChoice = Literal["cancel", "delete", "expire"]
 CONFIRM_WORD = "delete"
 MAX_QUICK_DELETE = 10
 """More checkpoints than this at once need the word typed, as do final/best/resume/public ones."""
-DELETE_FIXED_LINES = 11
+DELETE_FIXED_LINES = 12
 """Lines of the dialog other than listed checkpoints and warnings (the typed word adds 4)."""
 FLAG_WORDS = ("final", "best", "resume", "public", "rolling")
 
@@ -110,7 +114,7 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
 
 
 class DeleteDialog(ModalScreen[DeleteChoice]):
-    """Delete `rows`? Returns "cancel", "delete" or "expire" (set a 1-hour TTL instead)."""
+    """Delete `rows`? Returns "cancel", "delete" or "expire" (set a 1-day TTL instead)."""
 
     DEFAULT_CSS = """
     DeleteDialog { align: center middle; }
@@ -119,6 +123,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
         padding: 0 1; border: round $error; background: $surface;
     }
     DeleteDialog #delete-title { text-style: bold; height: 1; }
+    DeleteDialog #delete-backend { color: $text-muted; height: 1; }
     DeleteDialog #delete-rows { height: auto; }
     DeleteDialog .warning { color: $warning; text-style: bold; height: auto; }
     DeleteDialog #delete-word { width: 30; }
@@ -128,18 +133,23 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
     DeleteDialog #delete-hint.-attention { color: $warning; text-style: bold reverse; }
     """
 
-    AUTO_FOCUS = "#delete-cancel"
+    AUTO_FOCUS = "#delete-word, #delete-cancel"
+    """The first in the dialog: the word's box when the word is needed, else Cancel."""
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,n", "choose('cancel')", "Cancel"),
-        Binding("y", "confirm", "Delete"),
-        Binding("e", "choose('expire')", "Expire in 1 hour instead"),
+        Binding("escape", "choose('cancel')", "Cancel"),
+        Binding("n", "letter('cancel')", "Cancel"),
+        Binding("y", "letter('delete')", "Delete"),
+        Binding("e", "letter('expire')", f"Expire in {EXPIRE_INSTEAD_TEXT} instead"),
     ]
 
-    def __init__(self, rows: Sequence[CheckpointRow], hidden_count: int, now: datetime) -> None:
+    def __init__(
+        self, rows: Sequence[CheckpointRow], hidden_count: int, now: datetime, backend: str
+    ) -> None:
         super().__init__()
         self.rows = list(rows)
         self.hidden_count = hidden_count
         self.now = now
+        self.backend = backend
         self.needs_word = needs_typed_word(self.rows)
         self.warnings = warnings(self.rows, hidden_count)
 
@@ -148,6 +158,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
         with Vertical(id="delete-box"):
             title = f"Delete {count} {plural(count, 'checkpoint', 'checkpoints')}?"
             yield Static(Text(title), id="delete-title")
+            yield Static(Text(f"on {self.backend}"), id="delete-backend")
             yield Static("", id="delete-rows")
             yield Static(freed_text(self.rows), id="delete-freed")
             for line in self.warnings:
@@ -160,12 +171,19 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
                 yield Button(
                     "Delete", variant="error", id="delete-confirm", disabled=self.needs_word
                 )
-                yield Button("Expire in 1 hour instead", variant="warning", id="delete-expire")
+                yield Button(
+                    f"Expire in {EXPIRE_INSTEAD_TEXT} instead",
+                    variant="warning",
+                    id="delete-expire",
+                )
             yield Static(self.hint(), id="delete-hint")
 
     def hint(self) -> str:
-        confirm = f"type {CONFIRM_WORD} + enter" if self.needs_word else "y: delete"
-        return f"{confirm} · n or esc: cancel · e: expire in 1 hour instead (undoable)"
+        if self.needs_word:
+            return f"type {CONFIRM_WORD} + enter · esc: cancel · tab: to the buttons"
+        return (
+            f"y: delete · n or esc: cancel · e: expire in {EXPIRE_INSTEAD_TEXT} instead (undoable)"
+        )
 
     def on_mount(self) -> None:
         self.show_rows(self.app.size.height)
@@ -181,6 +199,22 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
 
     def word_typed(self) -> bool:
         return self.query_one("#delete-word", Input).value.strip() == CONFIRM_WORD
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Letters are shortcuts only on the buttons of a dialog that asks for the word.
+
+        The box takes the letters typed into it; this also covers a key that arrives before
+        the box has focus, in a burst right after `d`.
+        """
+        if action == "letter" and self.needs_word:
+            return isinstance(self.focused, Button)
+        return True
+
+    def action_letter(self, choice: DeleteChoice) -> None:
+        if choice == "delete":
+            self.action_confirm()
+        else:
+            self.dismiss(choice)
 
     def action_confirm(self) -> None:
         """`y`: delete at once if the set is small and safe; otherwise point at the input."""

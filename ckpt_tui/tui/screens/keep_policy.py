@@ -24,6 +24,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.policy import Plan, PolicyError, plan
 from ckpt_tui.ttl import TtlError, format_duration, parse_ttl
+from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.tui.screens.keep_policy_form import (
     FormValues,
     metric_keys,
@@ -35,7 +36,7 @@ from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, plural, total_
 DEBOUNCE_SECONDS = 0.3
 IMMEDIATE_ROWS = 5000
 """Up to this many rows the preview follows every keystroke; above, it waits for a pause."""
-DEFAULT_TTL = "1d"
+DEFAULT_TTL = format_duration(EXPIRE_INSTEAD_SECONDS)
 NOTHING_KEPT_WARNING = (
     "⚠ No keep rule besides the protections: every other checkpoint would go. "
     "Fill in Keep last, Keep best, Every or Expiring after."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
+from functools import partial
 from typing import ClassVar
 
 from textual import work
@@ -18,14 +19,14 @@ from textual.screen import Screen
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.client import Outcome
 from ckpt_tui.loader import Snapshot
-from ckpt_tui.tui.bulk import BulkAction, patch_checkpoints
+from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
 from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings
 from ckpt_tui.tui.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse import BrowseScreen
-from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
-from ckpt_tui.tui.screens.publish_dialog import PublishDialog
+from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
+from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log import SessionLogScreen
-from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
 from ckpt_tui.tui.session_log import LogEntry
 from ckpt_tui.tui.widgets import Cell
 
@@ -105,43 +106,52 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         return sum(row.tinker_path not in shown for row in rows)
 
     # --- the actions --------------------------------------------------------------------------
-    @work(group="ask")
-    async def action_publish(self) -> None:
+    # Dialogs are pushed from the key's own action, not from a worker: keys typed right after
+    # it (one burst over SSH) then go to the dialog, never to the screen behind it.
+    def action_publish(self) -> None:
+        """`p` asks first, listing what becomes public or private; Cancel is focused."""
         rows = self.ready_targets("publishing")
         if rows is None:
             return
-        public = sum(row.public for row in rows)
-        if 0 < public < len(rows):
-            choice = await self.app.push_screen_wait(PublishDialog(public, len(rows) - public))
-            if choice is None:
-                return
-        else:
-            choice = "unpublish" if public else "publish"
-        wanted = choice == "unpublish"
-        paths = [row.tinker_path for row in rows if row.public == wanted]
-        self.start(BulkAction(choice, paths, choice))
+        app = self.ckpt_app
+        dialog = PublishDialog(rows, app.backend.describe(), app.clock.now())
+        self.app.push_screen(dialog, partial(self.publish_chosen, rows))
 
-    @work(group="ask")
-    async def action_ttl(self) -> None:
+    def publish_chosen(self, rows: list[CheckpointRow], choice: PublishChoice | None) -> None:
+        if choice is not None:
+            wanted = choice == "unpublish"
+            paths = [row.tinker_path for row in rows if row.public == wanted]
+            self.start(BulkAction(choice, paths, choice))
+
+    def action_ttl(self) -> None:
         rows = self.ready_targets("changing TTLs")
         if rows is None:
             return
-        plan = await self.app.push_screen_wait(TtlDialog(rows, self.ckpt_app.clock.now()))
+        app = self.ckpt_app
+        self.app.push_screen(
+            TtlDialog(rows, app.clock.now(), app.backend.describe()), self.ttl_chosen
+        )
+
+    def ttl_chosen(self, plan: TtlPlan | None) -> None:
         if plan is not None:
             self.start(BulkAction("ttl", list(plan.ttl_for), plan.label, dict(plan.ttl_for)))
 
-    @work(group="ask")
-    async def action_delete(self) -> None:
+    def action_delete(self) -> None:
         rows = self.ready_targets("deleting")
         if rows is None:
             return
         now = self.ckpt_app.clock.now()
-        choice = await self.app.push_screen_wait(DeleteDialog(rows, self.hidden_count(rows), now))
+        dialog = DeleteDialog(rows, self.hidden_count(rows), now, self.ckpt_app.backend.describe())
         paths = [row.tinker_path for row in rows]
+        self.app.push_screen(dialog, partial(self.delete_chosen, paths))
+
+    def delete_chosen(self, paths: list[str], choice: DeleteChoice | None) -> None:
         if choice == "delete":
             self.start(BulkAction("delete", paths, "delete"))
         elif choice == "expire":
-            self.start(BulkAction("expire", paths, "expire in 1 hour instead of deleting"))
+            self.start(
+                BulkAction("expire", paths, f"expire in {EXPIRE_INSTEAD_TEXT} instead of deleting")
+            )
 
     @work(group="ask")
     async def action_keep_policy(self) -> None:

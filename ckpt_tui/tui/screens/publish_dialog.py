@@ -1,18 +1,31 @@
-"""Ask what to do with a selection that is partly public and partly private."""
+"""Confirm publishing or unpublishing: what becomes public, what becomes private; Cancel first.
+
+Making a training state public is not a thing to do by a stray key, so `p` only opens this.
+A selection that is partly public asks which way to go. `p` is no key here: `pp` must not
+publish.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import ClassVar, Literal
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.tui.screens.delete_dialog import plural, rows_table
+from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS
+
 PublishChoice = Literal["publish", "unpublish"]
+PUBLISH_FIXED_LINES = 9
+"""Lines of the dialog other than the listed checkpoints (a mixed selection adds 2)."""
 
 
 def question(public_count: int, private_count: int) -> str:
@@ -25,18 +38,29 @@ def question(public_count: int, private_count: int) -> str:
     )
 
 
+def title(private: int, public: int) -> str:
+    """'Publish 2 checkpoints?', 'Unpublish 1 checkpoint?' or the question for a mix."""
+    if private and public:
+        return question(public, private)
+    count = private or public
+    verb = "Publish" if private else "Unpublish"
+    return f"{verb} {count} {plural(count, 'checkpoint', 'checkpoints')}?"
+
+
 class PublishDialog(ModalScreen[PublishChoice | None]):
     """Publish the private ones or unpublish the public ones; None if cancelled (the default)."""
 
     DEFAULT_CSS = """
     PublishDialog { align: center middle; }
     PublishDialog #publish-box {
-        width: 72; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $primary; background: $surface;
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        padding: 0 1; border: round $warning; background: $surface;
     }
-    PublishDialog #publish-title { text-style: bold; height: 1; }
-    PublishDialog #publish-question { height: auto; margin: 1 0; }
-    PublishDialog #publish-buttons { height: 3; }
+    PublishDialog #publish-title { text-style: bold; height: auto; }
+    PublishDialog #publish-backend { color: $text-muted; height: 1; }
+    PublishDialog .publish-heading { text-style: bold; height: 1; margin-top: 1; }
+    PublishDialog .publish-rows { height: auto; }
+    PublishDialog #publish-buttons { height: 3; margin-top: 1; }
     PublishDialog #publish-buttons Button { margin-right: 2; }
     PublishDialog #publish-hint { color: $text-muted; height: 1; }
     """
@@ -44,28 +68,69 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
     AUTO_FOCUS = "#cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "choose(None)", "Cancel"),
-        Binding("p", "choose('publish')", "Publish"),
-        Binding("u", "choose('unpublish')", "Unpublish"),
+        Binding("y", "confirm", "Confirm"),
+        Binding("u", "choose('unpublish')", "Unpublish", show=False),
     ]
 
-    def __init__(self, public_count: int, private_count: int) -> None:
+    def __init__(self, rows: Sequence[CheckpointRow], backend: str, now: datetime) -> None:
         super().__init__()
-        self.public_count = public_count
-        self.private_count = private_count
+        self.private = [row for row in rows if not row.public]
+        self.public = [row for row in rows if row.public]
+        self.backend = backend
+        self.now = now
+
+    @property
+    def mixed(self) -> bool:
+        return bool(self.private and self.public)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="publish-box"):
-            yield Static(Text("Publish or unpublish?"), id="publish-title")
-            yield Static(
-                Text(question(self.public_count, self.private_count)), id="publish-question"
-            )
+            yield Static(Text(title(len(self.private), len(self.public))), id="publish-title")
+            yield Static(Text(f"on {self.backend}"), id="publish-backend")
+            if self.private:
+                yield Static(Text("Becomes public:"), classes="publish-heading")
+                yield Static("", id="publish-private", classes="publish-rows")
+            if self.public:
+                yield Static(Text("Becomes private:"), classes="publish-heading")
+                yield Static("", id="publish-public", classes="publish-rows")
             with Horizontal(id="publish-buttons"):
-                yield Button(f"Publish {self.private_count}", variant="primary", id="publish")
-                yield Button(f"Unpublish {self.public_count}", id="unpublish")
                 yield Button("Cancel", id="cancel")
-            yield Static(Text("p: publish · u: unpublish · n or esc: cancel"), id="publish-hint")
+                if self.private:
+                    yield Button(f"Publish {len(self.private)}", variant="warning", id="publish")
+                if self.public:
+                    yield Button(f"Unpublish {len(self.public)}", id="unpublish")
+            yield Static(Text(self.hint()), id="publish-hint")
+
+    def hint(self) -> str:
+        if self.mixed:
+            return "y: publish · u: unpublish · n or esc: cancel"
+        return f"y: {'publish' if self.private else 'unpublish'} · n or esc: cancel"
+
+    def on_mount(self) -> None:
+        self.show_rows(self.app.size.height)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.show_rows(event.size.height)
+
+    def show_rows(self, height: int) -> None:
+        """As many rows as fit: the buttons must stay on screen at 80x24."""
+        fixed = PUBLISH_FIXED_LINES + (2 if self.mixed else 0)
+        room = max(2, min(PREVIEW_ROWS, height - fixed))
+        limit = max(1, room // 2) if self.mixed else room
+        for rows, widget_id in (
+            (self.private, "#publish-private"),
+            (self.public, "#publish-public"),
+        ):
+            if rows:
+                self.query_one(widget_id, Static).update(rows_table(rows, self.now, limit))
+
+    def action_confirm(self) -> None:
+        """`y`: publish the private ones, or unpublish when all of them are public."""
+        self.dismiss("publish" if self.private else "unpublish")
 
     def action_choose(self, choice: PublishChoice | None) -> None:
+        if choice == "unpublish" and not self.public:
+            return
         self.dismiss(choice)
 
     @on(Button.Pressed)

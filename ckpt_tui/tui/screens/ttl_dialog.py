@@ -26,7 +26,7 @@ from ckpt_tui.ttl import TtlError, describe_expiry, extend, format_exact, parse_
 DAY = 86400
 PREVIEW_ROWS = 8
 """At most this many checkpoints are listed; the rest are counted ("and 4 more")."""
-TTL_FIXED_LINES = 16
+TTL_FIXED_LINES = 17
 """Lines of the dialog other than listed checkpoints: the list shrinks on short terminals."""
 
 
@@ -143,6 +143,7 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         padding: 0 1; border: round $primary; background: $surface;
     }
     TtlDialog #ttl-title { text-style: bold; height: 1; }
+    TtlDialog #ttl-backend { color: $text-muted; height: 1; }
     TtlDialog #ttl-choices { height: 5; }
     TtlDialog #ttl-presets { width: 26; height: 5; border: none; padding: 0; }
     TtlDialog #ttl-typed { width: 1fr; height: 5; padding-left: 2; }
@@ -160,10 +161,11 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         *(Binding(str(n), f"pick({n - 1})", show=False) for n in range(1, len(PRESETS) + 1)),
     ]
 
-    def __init__(self, rows: Sequence[CheckpointRow], now: datetime) -> None:
+    def __init__(self, rows: Sequence[CheckpointRow], now: datetime, backend: str) -> None:
         super().__init__()
         self.rows = list(rows)
         self.now = now
+        self.backend = backend
         self.use_typed = False
         self.plan: TtlPlan | None = None
         self.limit = PREVIEW_ROWS
@@ -173,6 +175,7 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         with Vertical(id="ttl-box"):
             title = f"Set the expiry of {count} checkpoint{'s' if count != 1 else ''}"
             yield Static(Text(title), id="ttl-title")
+            yield Static(Text(f"on {self.backend}"), id="ttl-backend")
             with Horizontal(id="ttl-choices"):
                 prompts = [f"{n}  {preset.label}" for n, preset in enumerate(PRESETS, 1)]
                 yield OptionList(*prompts, id="ttl-presets")

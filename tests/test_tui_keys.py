@@ -1,0 +1,124 @@
+"""Keys do what the screen says: every dialog driven by the keys a person types, from the focus
+the screen really has, against a real server whose state is checked afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.store import NotFoundError
+from ckpt_tui.tui.app import CkptApp
+from tests.demo_fixture import ServedDemo
+from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The session log file goes to a temp folder, never to the user's own state folder."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    return folder
+
+
+def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
+    try:
+        demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
+    except NotFoundError:
+        return False
+    return True
+
+
+def highlighted(app: CkptApp) -> CheckpointRow:
+    row = checkpoints(app).cursor_value
+    assert row is not None
+    return row
+
+
+async def onto_llama_3b_final_state(pilot: Pilot[None], app: CkptApp) -> CheckpointRow:
+    """As in the issue: tab to the runs, down twice to full/llama-3b-ft, tab back, End."""
+    await settle(pilot)
+    await pilot.press("tab", "down", "down", "tab", "end")
+    await pilot.pause()
+    row = highlighted(app)
+    assert (row.run_name, row.name, row.kind) == ("full/llama-3b-ft", "final", "state")
+    return row
+
+
+async def test_typing_delete_in_the_dialog_deletes_and_nothing_else(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        row = await onto_llama_3b_final_state(pilot, app)
+        before = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
+        await pilot.press("d")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "DeleteDialog"
+        await pilot.press(*"delet")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "DeleteDialog"  # no letter closed it
+        assert stored(demo, row)
+        assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at == before
+        await pilot.press("e", "enter")
+        await settle(pilot)
+        assert not stored(demo, row)
+        assert type(app.screen).__name__ == "MainScreen"  # no TTL dialog opened behind it
+        assert [entry.action for entry in app.session_log.entries] == ["delete"]
+
+
+async def test_tab_reaches_the_word_box_and_letters_on_buttons_do_not_type(
+    demo: ServedDemo,
+) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        row = await onto_llama_3b_final_state(pilot, app)
+        await pilot.press("d")
+        await pilot.pause()
+        seen = []
+        for _ in range(3):  # the box, Cancel, Expire (Delete is off until the word is typed)
+            focused = app.focused
+            seen.append(None if focused is None else focused.id)
+            await pilot.press("tab")
+        assert seen[0] == "delete-word"
+        assert "delete-cancel" in seen and "delete-expire" in seen
+        assert app.focused is not None and app.focused.id == "delete-word"  # tab came round
+        await pilot.press(*"delete", "enter")
+        await settle(pilot)
+        assert not stored(demo, row)
+
+
+async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> None:
+    """One burst, as over SSH: the dialog is up before the next key is handled."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        row = await onto_llama_3b_final_state(pilot, app)
+        await pilot.press("d", *"delete", "enter")
+        await settle(pilot)
+        assert not stored(demo, row)
+        assert type(app.screen).__name__ == "MainScreen"
+        assert screen_of(app).running is None
+
+
+async def test_p_asks_with_cancel_focused_and_enter_changes_nothing(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        row = highlighted(app)  # the first checkpoint of the first run, where focus starts
+        assert not row.public
+        await pilot.press("p")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "PublishDialog"
+        text = screen_text(app)
+        assert "Publish 1 checkpoint?" in text and "Becomes public:" in text
+        assert f"on {app.backend.describe()}" in text
+        await pilot.press("enter", "p")  # Cancel is focused; p is no key in the dialog
+        await settle(pilot)
+        assert type(app.screen).__name__ == "PublishDialog"  # the second p asked again
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not demo.store.get_checkpoint(row.run_id, row.checkpoint_id).public
+        assert app.session_log.entries == []
+        await pilot.press("p", "y")
+        await settle(pilot)
+        assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).public
