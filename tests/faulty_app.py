@@ -7,6 +7,7 @@ benchmarks.
     faulty.fail_names({"0003"})                 # checkpoints named 0003 always answer 500
     faulty.drop_response(1, method="DELETE")    # perform the delete, then answer 503
     faulty.delay = 0.05                         # every request waits 50 ms first
+    gate = faulty.hold(method="PUT")            # matching requests wait until gate.set()
 
 Rules match on method (None = any) and on a substring of the request path. `requests` logs
 every `(method, path)` seen, so tests can count attempts; `headers` logs each request's headers.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +59,7 @@ class FaultyApp:
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
+        self._holds: list[tuple[str | None, threading.Event]] = []
 
     def fail_first(
         self,
@@ -89,6 +92,12 @@ class FaultyApp:
         self._rules.clear()
         self.failing_names = set()
 
+    def hold(self, method: str | None = None) -> threading.Event:
+        """Matching requests wait until the returned event is set (the server runs in a thread)."""
+        gate = threading.Event()
+        self._holds.append((method, gate))
+        return gate
+
     def count(self, method: str | None = None, path: str = "") -> int:
         """How many requests so far matched `method` (None = any) and contain `path`."""
         return sum(1 for m, p in self.requests if (method is None or m == method) and path in p)
@@ -102,6 +111,9 @@ class FaultyApp:
         self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
         if self.delay > 0:
             await asyncio.sleep(self.delay)
+        for held_method, gate in self._holds:
+            if held_method in (None, method):
+                await asyncio.to_thread(gate.wait)
         rule = next((r for r in self._rules if r.take(method, path)), None)
         if rule is not None:
             if rule.perform_first:

@@ -12,6 +12,7 @@ from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo
+from tests.faulty_app import FaultyApp
 from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle
 
 
@@ -122,3 +123,85 @@ async def test_p_asks_with_cancel_focused_and_enter_changes_nothing(demo: Served
         await pilot.press("p", "y")
         await settle(pilot)
         assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).public
+
+
+async def test_q_and_ctrl_c_ask_while_an_action_runs(
+    faulty_demo: tuple[ServedDemo, FaultyApp],
+) -> None:
+    demo, faulty = faulty_demo
+    gate = faulty.hold(method="PUT")  # the TTL change waits on the server until released
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            row = highlighted(app)
+            await pilot.press("t", "enter")  # the first preset: extend by 1 day
+            await pilot.pause()
+            assert screen_of(app).running is not None
+            for key in ("q", "ctrl+c"):
+                await pilot.press(key)
+                await pilot.pause()
+                assert type(app.screen).__name__ == "QuitDialog"
+                text = screen_text(app)
+                assert "Setting the TTL of 0 of 1" in text
+                assert app.backend.describe() in text
+                await pilot.press("enter")  # "Keep running" is focused
+                await pilot.pause()
+                assert type(app.screen).__name__ == "MainScreen" and app.is_running
+            gate.set()
+            await settle(pilot)
+            expires = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
+            assert expires != row.expires_at  # the action went on to the end
+            await pilot.press("q")  # nothing runs now: q quits at once
+            await pilot.pause()
+            assert not app.is_running
+    finally:
+        gate.set()
+
+
+async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyApp]) -> None:
+    demo, faulty = faulty_demo
+    gate = faulty.hold(method="DELETE")
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            await pilot.press("down", "d", "y")  # a plain sampler checkpoint: y deletes
+            await pilot.pause()
+            assert screen_of(app).running is not None
+            await pilot.press("q")
+            await pilot.pause()
+            assert "Deleting 0 of 1" in screen_text(app)
+            await pilot.press("y")
+            await pilot.pause()
+            assert not app.is_running
+    finally:
+        gate.set()
+
+
+def footer_and_header(app: CkptApp) -> tuple[str, str]:
+    lines = screen_text(app).splitlines()
+    header = next(line for line in lines if "checkpoints ·" in line)
+    footer = next(line for line in reversed(lines) if line.strip())
+    return header, footer
+
+
+@pytest.mark.parametrize("readonly", [True, False])
+async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
+    demo: ServedDemo, readonly: bool
+) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock, readonly=readonly)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        header, footer = footer_and_header(app)
+        assert ("READ-ONLY" in header) == readonly
+        for hint in ("p Publish", "t TTL", "d Delete"):
+            assert (hint in footer) != readonly, footer
+        assert "/ Filter" in footer
+        if readonly:
+            row = highlighted(app)
+            await pilot.press("d")  # the key still says why it does nothing
+            await settle(pilot)
+            assert type(app.screen).__name__ == "MainScreen"
+            assert any("Read-only mode" in n.message for n in app._notifications)
+            assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).size_bytes

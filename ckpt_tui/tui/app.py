@@ -6,10 +6,12 @@ import asyncio
 import time
 from collections.abc import Iterable
 from functools import partial
+from typing import ClassVar
 
 import httpx
 from textual import events
 from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ckpt_tui.client import Backend, CheckpointClient
@@ -32,6 +34,11 @@ class CkptApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "ckpt-tui"
+    # ctrl+c quits as q does (asking first while an action runs), rather than a toast that
+    # says which key quits; priority: a text box's copy must not swallow it.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True)
+    ]
 
     def __init__(
         self,
@@ -103,6 +110,29 @@ class CkptApp(App[None]):
         """True if the user has not typed or clicked for `seconds`."""
         return time.monotonic() - self.last_input >= seconds
 
+    def running_action(self) -> str | None:
+        """What a change still running says it is doing ("Deleting 12 of 40…"), or None."""
+        from ckpt_tui.tui.screens.main import MainScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen) and screen.running is not None:
+                return screen.bulk_progress or screen.running.label
+        return None
+
+    async def action_quit(self) -> None:
+        """q, ctrl+c and ctrl+q: quit at once, or ask first while a change is still running."""
+        from ckpt_tui.tui.screens.quit_dialog import QuitDialog
+
+        running = self.running_action()
+        if running is None:
+            self.exit()
+        elif not isinstance(self.screen, QuitDialog):
+            self.push_screen(QuitDialog(running, self.backend.describe()), self.quit_chosen)
+
+    def quit_chosen(self, quit_now: bool | None) -> None:
+        if quit_now:
+            self.exit()
+
     async def on_unmount(self) -> None:
         if self._client is not None:
             await self._client.aclose()
@@ -111,5 +141,7 @@ class CkptApp(App[None]):
         """The palette lists every action of the key bindings, from the same definitions."""
         yield from super().get_system_commands(screen)
         for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):
+            if screen.check_action(command.action, ()) is False:  # e.g. changes, read-only
+                continue
             title = f"{command.title} ({key_label(command)})"
             yield SystemCommand(title, command.help, partial(screen.run_action, command.action))

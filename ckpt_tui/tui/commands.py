@@ -107,6 +107,12 @@ def bindings(commands: Iterable[Command]) -> list[Binding]:
     return [command.binding() for command in commands]
 
 
+def change_keys(actions: Iterable[str]) -> list[str]:
+    """The keys of the given actions."""
+    wanted = set(actions)
+    return [command.keys for command in ACTION_COMMANDS if command.action in wanted]
+
+
 def key_label(command: Command) -> str:
     """The key as people type it: '?' rather than 'question_mark'."""
     if command.key_display:

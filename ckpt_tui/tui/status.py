@@ -29,12 +29,14 @@ def header_text(
     rate: float | None = None,
     width: int | None = None,
     short_backend: str | None = None,
+    readonly: bool = False,
 ) -> Text:
     """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND'.
 
     With a storage `rate` (USD per GiB-month) the size says what it costs per month. In a
     narrow `width` the backend stays (as `short_backend` if need be, cut from the left at
-    worst): the totals give way first, from the end.
+    worst): the totals give way first, from the end. Read-only mode says so right after the
+    name, where no width cuts it.
     """
     parts = [] if catalog is None else total_parts(catalog, now, rate)
     short = short_backend or backend
@@ -43,11 +45,11 @@ def header_text(
     tries = [(backend, n) for n in range(len(parts), 1, -1)]
     tries += [(short, n) for n in range(len(parts), -1, -1)]
     for name, count in tries:
-        line = header_line(parts[:count], name)
+        line = header_line(parts[:count], name, readonly)
         if line.cell_len <= room:
             return line
-    keep = room - header_line([], "").cell_len - 1
-    return header_line([], "…" + short[-keep:] if keep > 0 else "")
+    keep = room - header_line([], "", readonly).cell_len - 1
+    return header_line([], "…" + short[-keep:] if keep > 0 else "", readonly)
 
 
 def total_parts(catalog: Catalog, now: datetime, rate: float | None) -> list[str]:
@@ -60,9 +62,12 @@ def total_parts(catalog: Catalog, now: datetime, rate: float | None) -> list[str
     ]
 
 
-def header_line(parts: list[str], backend: str) -> Text:
+def header_line(parts: list[str], backend: str, readonly: bool = False) -> Text:
     text = Text()
     text.append("ckpt-tui", style="bold")
+    if readonly:
+        text.append(" ")
+        text.append(" READ-ONLY ", style="bold reverse")
     if parts:
         text.append("  " + " · ".join(parts))
     text.append(f"  │  {backend}", style="dim")

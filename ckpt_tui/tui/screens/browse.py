@@ -369,7 +369,13 @@ class BrowseScreen(Screen[None]):
         backend = app.backend
         width = self.size.width - 2  # the line's padding
         header = header_text(
-            app.describe_backend(), self.catalog, now, app.storage_rate, width, backend.short_name()
+            app.describe_backend(),
+            self.catalog,
+            now,
+            app.storage_rate,
+            width,
+            backend.short_name(),
+            readonly=app.readonly,
         )
         # Fixed-height lines: no layout pass needed, and a layout costs ~25 ms per key press.
         self.query_one("#header-line", Static).update(header, layout=False)
@@ -445,8 +451,8 @@ class BrowseScreen(Screen[None]):
             self.action_clear_filter()
 
     # --- actions -----------------------------------------------------------------------------
-    def action_quit(self) -> None:
-        self.app.exit()
+    async def action_quit(self) -> None:
+        await self.ckpt_app.action_quit()
 
     def action_help(self) -> None:
         from ckpt_tui.tui.screens.help import HelpScreen

@@ -20,7 +20,7 @@ from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.client import Outcome
 from ckpt_tui.loader import Snapshot
 from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
-from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings
+from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings, change_keys
 from ckpt_tui.tui.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
@@ -32,6 +32,8 @@ from ckpt_tui.tui.widgets import Cell
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
+CHANGES = {"publish", "ttl", "delete", "keep_policy", "retry_failed"}
+"""The actions that change checkpoints: off, and out of the footer, in read-only mode."""
 
 
 FOOTER_FIRST = ("quit", "help")
@@ -58,6 +60,8 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
     BINDINGS: ClassVar[list[BindingType]] = [
         *actions_early(BrowseScreen.BINDINGS, bindings(ACTION_COMMANDS)),
         *Screen.BINDINGS,
+        # Reached only when check_action turns the change itself off (read-only mode).
+        Binding(",".join(change_keys(CHANGES)), "say_readonly", show=False),
     ]
 
     def __init__(self) -> None:
@@ -76,6 +80,18 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
             return [row for row in catalog.rows if row.tinker_path in marks]  # a stable order
         row = self.checkpoints_table.cursor_value
         return [] if row is None else [row]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """In read-only mode the changes leave the footer; their keys only say why."""
+        readonly = self.ckpt_app.readonly
+        if action in CHANGES and readonly:
+            return False
+        if action == "say_readonly":
+            return readonly
+        return super().check_action(action, parameters)
+
+    def action_say_readonly(self) -> None:
+        self.can_change("changing checkpoints")
 
     def can_change(self, verb: str) -> bool:
         """False (after telling the user why) in read-only mode or while an action runs."""
