@@ -205,3 +205,22 @@ async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
             assert type(app.screen).__name__ == "MainScreen"
             assert any("Read-only mode" in n.message for n in app._notifications)
             assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).size_bytes
+
+
+async def test_a_new_sort_shows_its_first_rows(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "end")  # all checkpoints, cursor on the last row
+        await settle(pilot)
+        table = checkpoints(app)
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("s")  # size, smallest first
+        await pilot.pause()
+        assert table.cursor_row == 0 and table.scroll_y == 0
+        await pilot.press("end", "S")  # size, biggest first
+        await pilot.pause()
+        assert table.cursor_row == 0 and table.scroll_y == 0
+        biggest = max(row.size.bytes or 0 for row in table.rows)
+        assert highlighted(app).size.bytes == biggest
+        assert table.rows[0].size.bytes == biggest

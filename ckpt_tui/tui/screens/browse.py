@@ -480,11 +480,17 @@ class BrowseScreen(Screen[None]):
 
     def action_cycle_sort(self) -> None:
         self.state.sort = self.state.sort.cycled()
-        self.refresh_views()
+        self.show_new_order()
 
     def action_reverse_sort(self) -> None:
         self.state.sort = self.state.sort.flipped()
+        self.show_new_order()
+
+    def show_new_order(self) -> None:
+        """A new sort shows its first rows (the biggest, after `S` on size), not the old cursor
+        row somewhere in the middle."""
         self.refresh_views()
+        self.checkpoints_table.move_cursor(0)
 
     def action_cycle_view(self) -> None:
         self.state.cycle_view()
