@@ -19,6 +19,14 @@ from tests.support.live_server import run_server
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The session log file goes to a temp folder, never to the user's own state folder."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     """A clock standing at T0; tests move it with `advance`."""

@@ -8,7 +8,7 @@ import pytest
 
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log import SessionLogScreen
-from ckpt_tui.tui.session_log import LogEntry, SessionLog
+from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 from tests.test_dialogs_support import BACKEND, NOW, DialogApp, public_and_private, screen_text
 
 
@@ -62,15 +62,16 @@ def sample_log() -> SessionLog:
             "publish",
             "Published 2",
             [
-                ("tinker://run-a/sampler_weights/final", True, ""),
-                ("tinker://run-a/sampler_weights/000100", True, ""),
+                LogItem("tinker://run-a/sampler_weights/final", "sl/run-a", True),
+                LogItem("tinker://run-a/sampler_weights/000100", "sl/run-a", True),
             ],
+            "local store /data/ckpts",
         )
     )
-    items = [(f"tinker://run-b/weights/{n:06d}", True, "") for n in range(38)]
+    items = [LogItem(f"tinker://run-b/weights/{n:06d}", "run-b", True) for n in range(38)]
     items += [
-        ("tinker://run-b/weights/[bold]odd[/bold]", False, "404: checkpoint not found"),
-        ("tinker://run-b/weights/000999", False, "409: [conflict] in use"),
+        LogItem("tinker://run-b/weights/[bold]odd[/bold]", "run-b", False, "404: not found"),
+        LogItem("tinker://run-b/weights/000999", "run-b", False, "409: [conflict] in use"),
     ]
     log.add(LogEntry(NOW - timedelta(minutes=3), "delete", "Deleted 38 of 40; 2 failed", items))
     log.add(
@@ -78,9 +79,7 @@ def sample_log() -> SessionLog:
             NOW - timedelta(seconds=30),
             "ttl",
             "Extend by 7 days: 1 checkpoint",
-            [
-                ("tinker://run-a/weights/000100", True, ""),
-            ],
+            [LogItem("tinker://run-a/weights/000100", "sl/run-a", True)],
         )
     )
     return log
@@ -92,10 +91,11 @@ async def test_session_log_lists_newest_first_with_failures_literally() -> None:
         await pilot.pause()
         text = screen_text(app)
         assert text.index("ttl") < text.index("delete") < text.index("publish")
-        assert "Deleted 38 of 40; 2 failed" in text and "✓ 38 ok" in text
-        assert "tinker://run-b/weights/[bold]odd[/bold]: 404: checkpoint not found" in text
+        assert "Deleted 38 of 40; 2 failed" in text
+        assert "tinker://run-b/weights/[bold]odd[/bold]  run-b: 404: not found" in text
         assert "409: [conflict] in use" in text
-        assert "000005" not in text  # ok items are only counted
+        assert "✓ tinker://run-a/sampler_weights/final  sl/run-a" in text
+        assert "on local store /data/ckpts" in text
         assert "23:57:00" in text and "3 minutes ago" in text
         await pilot.press("L")
         await pilot.pause()

@@ -17,7 +17,7 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
 from ckpt_tui.tui.screens.delete_dialog import freed_text, needs_typed_word, warnings
 from ckpt_tui.tui.screens.publish_dialog import question
-from ckpt_tui.tui.session_log import LogEntry, SessionLog
+from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 BACKEND = "local store /data/ckpts"
@@ -153,11 +153,11 @@ def test_publish_question_counts_both_sides() -> None:
 
 def test_session_log_keeps_entries_in_order() -> None:
     log = SessionLog()
-    first = LogEntry(NOW, "ttl", "Extended 2", [("tinker://a/weights/x", True, "")])
+    first = LogEntry(NOW, "ttl", "Extended 2", [LogItem("tinker://a/weights/x", "a", True)])
     second = LogEntry(NOW + timedelta(minutes=1), "delete", "Deleted 0 of 1; 1 failed")
-    second.items.append(("tinker://a/weights/y", False, "404 not found"))
+    second.items.append(LogItem("tinker://a/weights/y", "a", False, "404 not found"))
     log.add(first)
     log.add(second)
     assert log.entries == [first, second] and log.newest_first() == [second, first]
-    assert second.failed == [("tinker://a/weights/y", False, "404 not found")]
+    assert second.failed == [LogItem("tinker://a/weights/y", "a", False, "404 not found")]
     assert first.ok_count == 1 and second.ok_count == 0

@@ -147,8 +147,10 @@ async def test_marks_toggle_and_survive_set_rows() -> None:
     rows = make_rows(20)
     app = TableApp(rows)
     async with app.run_test(size=SIZE) as pilot:
-        await press(pilot, "down", "space", "down", "down", "space", "space")
-        assert app.table.marks == {rows[1].name}
+        await press(pilot, "down", "space")  # marks row 1 and moves down
+        assert app.table.marks == {rows[1].name} and app.table.cursor_row == 2
+        await press(pilot, "space", "up", "space")  # marks 2, unmarks it again
+        assert app.table.marks == {rows[1].name} and app.table.cursor_row == 3
         app.table.set_rows(list(reversed(rows)))
         await pilot.pause()
         assert app.table.marks == {rows[1].name}

@@ -16,14 +16,6 @@ from tests.faulty_app import FaultyApp
 from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle
 
 
-@pytest.fixture(autouse=True)
-def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The session log file goes to a temp folder, never to the user's own state folder."""
-    folder = tmp_path / "state"
-    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
-    return folder
-
-
 def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
     try:
         demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
@@ -224,3 +216,34 @@ async def test_a_new_sort_shows_its_first_rows(demo: ServedDemo) -> None:
         biggest = max(row.size.bytes or 0 for row in table.rows)
         assert highlighted(app).size.bytes == biggest
         assert table.rows[0].size.bytes == biggest
+
+
+async def test_the_session_log_names_each_checkpoint_and_is_kept_in_a_file(
+    faulty_demo: tuple[ServedDemo, FaultyApp], state_home: Path
+) -> None:
+    demo, faulty = faulty_demo
+    faulty.fail_names({"000100"}, status=403)  # 403 is not retried
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("space", "space", "space")  # each marks and moves down
+        marked = [row for row in checkpoints(app).rows[:3]]
+        assert checkpoints(app).marks == {row.tinker_path for row in marked}
+        await pilot.press("d", "y")
+        await settle(pilot)
+        gone = [row for row in marked if not stored(demo, row)]
+        failed = [row for row in marked if stored(demo, row)]
+        assert [row.name for row in failed] == ["000100"] and len(gone) == 2
+        await pilot.press("L")
+        await pilot.pause()
+        text = screen_text(app)
+        for row in gone:
+            assert f"✓ {row.tinker_path}  {row.run_name}" in text
+        assert f"✗ {failed[0].tinker_path}  {failed[0].run_name}:" in text
+        assert str(state_home / "ckpt-tui" / "actions.log") in text
+    logged = (state_home / "ckpt-tui" / "actions.log").read_text()
+    assert "delete  Deleted 2 of 3; 1 failed  on " in logged
+    for row in gone:
+        assert f"ok      {row.tinker_path}  run {row.run_name}" in logged
+    line = f"FAILED  {failed[0].tinker_path}  run {failed[0].run_name}  checkpoint"
+    assert line in logged and "injected failure for checkpoint 000100" in logged

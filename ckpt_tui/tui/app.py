@@ -20,7 +20,7 @@ from ckpt_tui.heap import collect_if_due
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
-from ckpt_tui.tui.session_log import SessionLog
+from ckpt_tui.tui.session_log import SessionLog, state_log_file
 
 DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
@@ -62,7 +62,7 @@ class CkptApp(App[None]):
         self.storage_rate = storage_rate
         """USD per GiB-month; None: show no costs."""
         self.metrics_cache: dict[str, Metrics] = {}
-        self.session_log = SessionLog()
+        self.session_log = SessionLog(file=state_log_file())
         self._transport = transport
         self._client: CheckpointClient | None = None
         self._client_lock = asyncio.Lock()

@@ -43,6 +43,8 @@ class BulkAction:
     label: str = ""
     ttl_for: dict[str, int | None] = field(default_factory=dict)
     outcomes: list[Outcome] = field(default_factory=list)
+    run_names: dict[str, str] = field(default_factory=dict)
+    """Each path's run as the user knows it, taken when the action starts (for the log)."""
 
     def __repr__(self) -> str:
         return f"<BulkAction {self.kind} of {len(self.paths)} checkpoints>"
@@ -67,7 +69,7 @@ class BulkAction:
 
     def retry(self, failed: Sequence[str]) -> BulkAction:
         """The same action over just the `failed` paths."""
-        return BulkAction(self.kind, list(failed), self.label, self.ttl_for)
+        return BulkAction(self.kind, list(failed), self.label, self.ttl_for, [], self.run_names)
 
     @property
     def failed(self) -> dict[str, str]:

@@ -78,7 +78,11 @@ BROWSE_COMMANDS: tuple[Command, ...] = (
 
 ACTION_COMMANDS: tuple[Command, ...] = (
     Command(
-        "toggle_mark", "space", "Mark", "Mark or unmark the highlighted checkpoint", footer=False
+        "toggle_mark",
+        "space",
+        "Mark",
+        "Mark or unmark the highlighted checkpoint and move down",
+        footer=False,
     ),
     Command(
         "mark_all", "ctrl+a", "Mark all", "Mark every checkpoint the filter shows", footer=False

@@ -27,7 +27,7 @@ from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log import SessionLogScreen
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
-from ckpt_tui.tui.session_log import LogEntry
+from ckpt_tui.tui.session_log import LogEntry, LogItem
 from ckpt_tui.tui.widgets import Cell
 
 PATCH_EVERY = 0.3
@@ -51,6 +51,17 @@ def actions_early(browse: list[BindingType], actions: list[Binding]) -> list[Bin
         *actions,
         *(binding for binding in browse if not first(binding)),
     ]
+
+
+def log_entry(action: BulkAction, summary: str, now: datetime, backend: str) -> LogEntry:
+    """The session log's entry for a finished action: every checkpoint, its run and outcome."""
+    items = [
+        LogItem(o.target, action.run_names.get(o.target, "?"), o.ok, o.message)
+        for o in action.outcomes
+    ]
+    if action.label not in ("", action.kind):
+        summary = f"{summary} · {action.label}"  # "Set the TTL of 3 of 3 · Extend by 7 days"
+    return LogEntry(now, action.kind, summary, items, backend)
 
 
 class MainScreen(BrowseScreen, inherit_bindings=False):
@@ -183,7 +194,8 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
             self.start(action.retry(list(action.failed)))
 
     def action_toggle_mark(self) -> None:
-        self.checkpoints_table.action_toggle_mark()
+        """Mark or unmark, then move down (as in most file managers): space space marks two."""
+        self.checkpoints_table.action_mark_and_down()
 
     def action_mark_all(self) -> None:
         """Mark every stored checkpoint the view shows now (after the filter)."""
@@ -203,6 +215,12 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         if not action.paths:
             self.notify("Nothing to change: they are all in that state already.")
             return
+        catalog = self.catalog
+        if catalog is not None:
+            rows = catalog.row_by_path
+            action.run_names.update(
+                {path: rows[path].run_name for path in action.paths if path in rows}
+            )
         self.running = action
         self.bulk_progress = action.progress_text(0)
         self.update_chrome()
@@ -264,6 +282,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
 
     def finish(self, action: BulkAction) -> None:
         """Report the outcome, keep failures marked with their errors, and log it."""
+        backend = self.ckpt_app.backend.describe()
         failed = action.failed
         for path in action.paths:
             self.failures.pop(path, None)
@@ -278,9 +297,10 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
             severity="warning" if failed else "information",
             markup=False,
         )
-        items = [(o.target, o.ok, o.message) for o in action.outcomes]
-        entry = LogEntry(self.ckpt_app.clock.now(), action.kind, summary, items)
-        self.ckpt_app.session_log.add(entry)
+        entry = log_entry(action, summary, self.ckpt_app.clock.now(), backend)
+        problem = self.ckpt_app.session_log.add(entry)
+        if problem is not None:
+            self.notify(f"Session log file: {problem}", severity="warning", markup=False)
         self.refresh_views()
 
     # --- showing failures inline --------------------------------------------------------------

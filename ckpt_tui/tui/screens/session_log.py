@@ -17,7 +17,10 @@ from ckpt_tui.tui.session_log import LogEntry, SessionLog
 
 
 def entry_text(entry: LogEntry, now: datetime) -> Text:
-    """Time, action and summary; each failed item with its message; ok items as a count."""
+    """Time, action, summary and backend; then each checkpoint, its run and its outcome.
+
+    Failures come first, with the server's reason.
+    """
     text = Text()
     at = entry.at.astimezone(timezone.utc) if entry.at.tzinfo else entry.at
     when = at.strftime("%H:%M:%S")
@@ -25,12 +28,15 @@ def entry_text(entry: LogEntry, now: datetime) -> Text:
     text.append(f"({format_created(entry.at, now)})  ", style="dim")
     text.append(f"{entry.action:<9} ", style="bold")
     text.append(entry.summary)
-    if entry.ok_count:
-        text.append(f"\n    ✓ {entry.ok_count} ok", style="dim")
-    for path, _ok, message in entry.failed:
-        text.append("\n    ✗ ", style="bold red")
-        text.append(path, style="bold")
-        text.append(f": {message}")
+    if entry.backend:
+        text.append(f"  on {entry.backend}", style="dim")
+    for item in sorted(entry.items, key=lambda item: item.ok):
+        text.append("\n    ")
+        text.append("✓ " if item.ok else "✗ ", style="green" if item.ok else "bold red")
+        text.append(item.path, style="" if item.ok else "bold")
+        text.append(f"  {item.run}", style="dim")
+        if item.message and not item.ok:
+            text.append(f": {item.message}")
     return text
 
 
@@ -52,6 +58,7 @@ class SessionLogScreen(ModalScreen[None]):
     }
     SessionLogScreen #log-title { text-style: bold; height: 1; }
     SessionLogScreen #log-hint { color: $text-muted; height: 1; }
+    SessionLogScreen #log-file { color: $text-muted; height: auto; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -68,6 +75,9 @@ class SessionLogScreen(ModalScreen[None]):
             count = len(self.session_log.entries)
             title = f"Session log: {count} action{'s' if count != 1 else ''}, newest first (UTC)"
             yield Static(Text(title), id="log-title")
+            file = self.session_log.file
+            if file is not None:
+                yield Static(Text(f"Also kept in {file}"), id="log-file")
             yield Static(Text("↑ ↓ PgUp PgDn: scroll · esc, q or L: close"), id="log-hint")
             yield Static(log_text(self.session_log, self.now), id="log-entries")
 

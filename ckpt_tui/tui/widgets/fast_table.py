@@ -68,7 +68,7 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         Binding("home,g", "cursor_first", "First", show=False),
         Binding("end,G", "cursor_last", "Last", show=False),
         Binding("enter", "select_cursor", "Select", show=False),
-        Binding("space", "toggle_mark", "Mark", show=False),
+        Binding("space", "mark_and_down", "Mark", show=False),
     ]
 
     Highlighted: TypeAlias = table_messages.Highlighted
@@ -280,6 +280,11 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         key = self._key_at(self._cursor)
         if key is not None:
             self.toggle_mark(key)
+
+    def action_mark_and_down(self) -> None:
+        """Toggle the mark on the cursor row and move down, as in most file managers."""
+        self.action_toggle_mark()
+        self.action_cursor_down()
 
     def render_line(self, y: int) -> Strip:
         """Render screen line `y`: the header at 0, then rows from the scroll offset."""
