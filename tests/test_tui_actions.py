@@ -112,8 +112,8 @@ async def test_delete_confirmed_with_y_is_gone_from_server_and_view(demo: Served
         await pilot.press("d", "y")
         await settle(pilot)
         assert not stored(demo, row)
-        now_missing = find(app, "full/llama-3b-ft", "000150", "state")
-        assert now_missing.is_missing  # the log still names it: shown dimmed, never hidden
+        catalog = screen_of(app).catalog
+        assert catalog is not None and row.tinker_path not in catalog.row_by_path  # not missing
         log = app.session_log.entries
         assert [entry.summary for entry in log] == ["Deleted 1 of 1"]
 

@@ -247,3 +247,27 @@ async def test_the_session_log_names_each_checkpoint_and_is_kept_in_a_file(
         assert f"ok      {row.tinker_path}  run {row.run_name}" in logged
     line = f"FAILED  {failed[0].tinker_path}  run {failed[0].run_name}  checkpoint"
     assert line in logged and "injected failure for checkpoint 000100" in logged
+
+
+async def test_a_deleted_checkpoint_is_not_missing_and_the_cursor_stays(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        run = screen_of(app).runs_table.cursor_value
+        assert run is not None
+        missing_before = run.missing_count
+        await pilot.press("down", "down")
+        row = highlighted(app)
+        following = checkpoints(app).rows[3]
+        await pilot.press("d", "y")
+        await settle(pilot)
+        assert not stored(demo, row)
+        table = checkpoints(app)
+        assert table.cursor_row == 2 and highlighted(app).tinker_path == following.tinker_path
+        for _ in range(2):  # as the delete left it, then after a refresh from the server
+            paths = [shown.tinker_path for shown in table.rows]
+            assert row.tinker_path not in paths  # the training log still names it
+            run = screen_of(app).runs_table.cursor_value
+            assert run is not None and run.missing_count == missing_before
+            await pilot.press("r")
+            await settle(pilot)

@@ -205,6 +205,9 @@ class RowCache:
 
     def __init__(self) -> None:
         self._old: Mapping[str, CheckpointRow] = {}
+        self.deleted_here: set[str] = set()
+        """Paths this client deleted: a training log naming one does not make it "missing"
+        (the user knows where it went), in this join or any later one."""
 
     def stored(
         self, run_name: str, run_id: str, ckpt: Checkpoint, ref: RecordRef | None, sizer: RunSizer
@@ -278,8 +281,9 @@ def summarize_run(
     logged = index.paths_of_run.get(run_id) if complete else None
     if logged:
         on_server = {ckpt.tinker_path for ckpt in checkpoints}
+        deleted_here = cache.deleted_here
         for text in logged:
-            if text not in on_server:
+            if text not in on_server and text not in deleted_here:
                 rows.append(cache.missing(name, text, refs[text]))
     summary.metric_keys = metric_keys(rows)
     return summary

@@ -264,6 +264,8 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         The re-join runs in a thread: at 100,000 rows it takes a few hundred milliseconds.
         If a refresh replaced the view meanwhile, the patch is made again on the new one.
         """
+        if action.kind == "delete":
+            self.row_cache.deleted_here.update(confirmed)  # gone, not "missing": see RowCache
         while (snapshot := self.snapshot) is not None and confirmed:
             now = self.ckpt_app.clock.now()
             new = await asyncio.to_thread(self.patched, snapshot, action, confirmed, now)
