@@ -9,11 +9,12 @@ import pytest
 from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.sizes import format_total, total
 from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
-from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle
+from tests.tui_support import checkpoints, make_app, runs, screen_of, screen_text, settle
 
 
 def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
@@ -271,3 +272,78 @@ async def test_a_deleted_checkpoint_is_not_missing_and_the_cursor_stays(demo: Se
             assert run is not None and run.missing_count == missing_before
             await pilot.press("r")
             await settle(pilot)
+
+
+async def test_the_filter_counts_matches_and_expiring_soon_counts_its_rows(
+    demo: ServedDemo,
+) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "slash", *"000100", "enter")
+        await settle(pilot)
+        catalog = screen_of(app).catalog
+        assert catalog is not None
+        matching = len(checkpoints(app).rows)
+        assert 0 < matching < len(catalog.rows)
+        assert f"{matching} of {len(catalog.rows)} match" in screen_text(app)
+        await pilot.press("escape", "3")
+        await settle(pilot)
+        expiring = list(checkpoints(app).rows)
+        size = format_total(total(row.size for row in expiring))
+        assert expiring and f"{len(expiring)} expiring · {size}" in screen_text(app)
+
+
+def run_names(app: CkptApp) -> list[str]:
+    return [run.display_name for run in runs(app).rows]
+
+
+async def test_the_runs_pane_sorts_by_keys_and_by_header_clicks(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        listed = run_names(app)
+        await pilot.press("tab", "end")  # to the runs pane, on its last run
+        await pilot.press("s")  # runs: biggest first
+        await pilot.pause()
+        table = runs(app)
+        sizes = [run.size.bytes for run in table.rows]
+        assert sizes == sorted(sizes, reverse=True) and table.cursor_row == 0
+        assert "runs biggest first" in screen_text(app)
+        first = table.cursor_value
+        assert first is not None and screen_of(app).state.run_id == first.run_id
+        await pilot.press("S")  # smallest first
+        await pilot.pause()
+        assert [run.size.bytes for run in table.rows] == sorted(sizes)
+        await pilot.press("s")  # newest first
+        await pilot.pause()
+        assert "runs newest first" in screen_text(app)
+        header = table.render_line(0).text
+        await pilot.click("#runs", offset=(header.index("Run"), 0))
+        await pilot.pause()
+        assert run_names(app) == sorted(listed, key=str.lower)
+        assert table.render_line(0).text.split()[1] == "▲"  # "Run ▲"
+        await pilot.click("#runs", offset=(header.index("Run"), 0))  # again: reversed
+        await pilot.pause()
+        assert run_names(app) == sorted(listed, key=str.lower, reverse=True)
+        await pilot.click("#runs", offset=(header.index("Next expiry"), 0))
+        await pilot.pause()
+        expiries = [run.soonest_expiry for run in table.rows if run.soonest_expiry]
+        assert expiries == sorted(expiries) and table.cursor_row == 0
+
+
+async def test_a_click_on_a_checkpoint_header_sorts_by_it(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        header = checkpoints(app).render_line(0).text
+        await pilot.click("#checkpoints", offset=(header.index("Size"), 0))
+        await pilot.pause()
+        assert screen_of(app).state.sort.key == "size"
+        await pilot.click("#checkpoints", offset=(header.index("Size"), 0))
+        await pilot.pause()
+        sizes = [row.size.bytes or 0 for row in checkpoints(app).rows if not row.is_missing]
+        assert screen_of(app).state.sort.reverse and sizes == sorted(sizes, reverse=True)
+        assert checkpoints(app).cursor_row == 0

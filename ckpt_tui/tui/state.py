@@ -6,9 +6,11 @@ No Textual here: the screen keeps one `BrowseState` and asks it for the rows to 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
+from typing import Any, Literal
 
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import (
@@ -23,7 +25,66 @@ from ckpt_tui.catalog.query import (
     sort_rows,
 )
 from ckpt_tui.heap import Graveyard
+from ckpt_tui.sizes import format_total, total
 from ckpt_tui.substring_index import SubstringIndex
+
+RunSortKey = Literal["size", "newest", "expiry", "name"]
+RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")
+"""None: the order the backend lists them in."""
+RUN_SORT_WORDS: dict[RunSortKey | None, tuple[str, str]] = {
+    None: ("as listed", "as listed, reversed"),
+    "size": ("biggest first", "smallest first"),
+    "newest": ("newest first", "oldest first"),
+    "expiry": ("soonest expiry first", "latest expiry first"),
+    "name": ("by name A-Z", "by name Z-A"),
+}
+
+
+@dataclass(frozen=True)
+class RunSort:
+    """How the runs pane is ordered; each key starts in its natural direction (biggest first)."""
+
+    key: RunSortKey | None = None
+    reverse: bool = False
+
+    def cycled(self) -> RunSort:
+        following = RUN_SORT_KEYS[(RUN_SORT_KEYS.index(self.key) + 1) % len(RUN_SORT_KEYS)]
+        return RunSort(following)
+
+    def flipped(self) -> RunSort:
+        return replace(self, reverse=not self.reverse)
+
+    def describe(self) -> str:
+        return "runs " + RUN_SORT_WORDS[self.key][self.reverse]
+
+
+def newest_created(run: RunSummary) -> datetime | None:
+    return max((row.created for row in run.stored_rows if row.created), default=None)
+
+
+RUN_SORT_VALUES: dict[RunSortKey, tuple[Callable[[RunSummary], object], bool]] = {
+    "size": (lambda run: run.size.bytes if run.stored_rows else None, True),
+    "newest": (newest_created, True),
+    "expiry": (attrgetter("soonest_expiry"), False),
+    "name": (lambda run: run.display_name.lower(), False),
+}
+"""Each key's value and whether its natural direction is descending."""
+
+
+def first(pair: tuple[Any, RunSummary]) -> Any:
+    return pair[0]
+
+
+def sort_runs(runs: Sequence[RunSummary], sort: RunSort) -> list[RunSummary]:
+    """Runs in `sort` order; runs with no value for the key (no size, no expiry) go last."""
+    if sort.key is None:
+        return list(reversed(runs)) if sort.reverse else list(runs)
+    value, descending = RUN_SORT_VALUES[sort.key]
+    keyed = [(value(run), run) for run in runs]
+    present = [pair for pair in keyed if pair[0] is not None]
+    absent = [run for key, run in keyed if key is None]
+    present.sort(key=first, reverse=descending != sort.reverse)
+    return [run for _, run in present] + absent
 
 
 @dataclass
@@ -33,6 +94,7 @@ class BrowseState:
     view: ViewName = "runs"
     filter_text: str = ""
     sort: Sort = field(default_factory=Sort)
+    run_sort: RunSort = field(default_factory=RunSort)
     metric: str | None = None
     window_index: int = 0
     run_id: str | None = None
@@ -55,6 +117,8 @@ class BrowseState:
             "expiring": f"Expiring within {describe_window(self.window)}",
         }
         words = [parts[self.view]]
+        if self.view == "runs" and self.run_sort.key is not None:
+            words.append(self.run_sort.describe())
         words.append("soonest first" if self.view == "expiring" else f"sort {self.sort.describe()}")
         if self.filter_text:
             words.append(f"filter “{self.filter_text}”")
@@ -64,15 +128,17 @@ class BrowseState:
 def visible_runs(
     catalog: Catalog, state: BrowseState, cache: SortedRows | None = None
 ) -> list[RunSummary]:
-    """Runs with at least one row the filter keeps (all runs when there is no filter)."""
+    """Runs with at least one row the filter keeps (all runs when there is no filter), in the
+    runs pane's order."""
     if not state.filter_text:
-        return list(catalog.runs)
+        return sort_runs(catalog.runs, state.run_sort)
     needle = state.filter_text.strip().lower()
     rows = (cache or SortedRows()).index_of_all(catalog).filter(needle)
     matching = set(map(attrgetter("run_id"), rows))
-    return [
+    kept = [
         run for run in catalog.runs if run.run_id in matching or needle in run.display_name.lower()
     ]
+    return sort_runs(kept, state.run_sort)
 
 
 Orders = dict[tuple[object, ...], SubstringIndex[CheckpointRow]]
@@ -169,6 +235,26 @@ def visible_rows(
     if state.view == "expiring":
         return expiring_rows(rows, now, state.window)
     return rows
+
+
+def counts_text(
+    catalog: Catalog,
+    state: BrowseState,
+    now: datetime,
+    cache: SortedRows,
+    rows: Sequence[CheckpointRow],
+) -> str:
+    """What the status line counts: how many the expiring-soon view holds and their size;
+    with a filter, how many of the view's rows match."""
+    parts = []
+    if state.view == "expiring":
+        size = format_total(total(row.size for row in rows))
+        parts.append(f"{len(rows):,} expiring · {size}")
+    if state.filter_text:
+        every = cache.index(catalog, state).rows  # the view's rows before the filter
+        whole = len(expiring_rows(every, now, state.window) if state.view == "expiring" else every)
+        parts.append(f"{len(rows):,} of {whole:,} match")
+    return " · ".join(parts)
 
 
 def metric_choices(catalog: Catalog) -> list[str]:

@@ -93,6 +93,9 @@ def marked_text(screen: BrowseScreen) -> str:
 def status_text(screen: BrowseScreen, now: datetime) -> Text:
     """View and sort on the left; marks, loading progress and errors on the right."""
     text = Text(screen.state.describe())
+    if screen.view_counts:
+        text.append(" · ")
+        text.append(screen.view_counts, style="bold")
     extras = []
     if screen.fetching:
         loaded = screen.progress

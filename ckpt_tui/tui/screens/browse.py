@@ -18,6 +18,7 @@ from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.query import Sort, SortKey
 from ckpt_tui.client import ClientError
 from ckpt_tui.heap import Graveyard, keep_long_lived
 from ckpt_tui.loader import Snapshot, backend_problems, load_snapshot
@@ -27,7 +28,10 @@ from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
 from ckpt_tui.tui.loading import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.state import (
     BrowseState,
+    RunSort,
+    RunSortKey,
     SortedRows,
+    counts_text,
     current_metric,
     next_metric,
     visible_rows,
@@ -49,6 +53,17 @@ MIN_WIDTH, MIN_HEIGHT = 60, 16
 """Below this the screen says it is too small instead of showing cut panes."""
 WIDE = 120
 """Narrower terminals get the compact footer (less space between hints)."""
+RUN_SORT_COLUMNS: dict[str, RunSortKey] = {"name": "name", "size": "size", "expiry": "expiry"}
+"""The runs pane's headers a click sorts by."""
+RUN_SORT_INDICATOR = {key: column for column, key in RUN_SORT_COLUMNS.items()}
+CHECKPOINT_SORT_COLUMNS: dict[str, SortKey] = {
+    "name": "name",
+    "size": "size",
+    "created": "created",
+    "expires": "expiry",
+    "metric": "metric",
+}
+"""The checkpoints pane's headers a click sorts by."""
 SHOWN_PROBLEMS = 3
 """A notice of problems names this many; `ckpt-tui ls` lists them all."""
 
@@ -90,6 +105,8 @@ class BrowseScreen(Screen[None]):
         self.dropped_marks: tuple[str, frozenset[Hashable]] | None = None
         """Said once in the status line: marks dropped because their checkpoints went, and the
         marks left then (a change of marks after that clears it)."""
+        self.view_counts = ""
+        """'12 of 47 match', '3 expiring · 4.2 GiB': computed with the rows, shown in the status."""
         self.graveyard = Graveyard()
         self.sorted_rows = SortedRows(self.graveyard)
         self.row_cache = RowCache()
@@ -348,6 +365,9 @@ class BrowseScreen(Screen[None]):
             self.metric_key = current_metric(catalog, self.state)
             if runs_table.display:
                 runs_table.set_rows(visible_runs(catalog, self.state, self.sorted_rows))
+                run_sort = self.state.run_sort
+                column = RUN_SORT_INDICATOR.get(run_sort.key) if run_sort.key else None
+                runs_table.set_sort_indicator(column, run_sort.reverse != (column == "size"))
             columns = render.checkpoint_columns(self.metric_key, self.state.view != "runs")
             now = self.ckpt_app.clock.now()
             rows = visible_rows(catalog, self.state, now, self.sorted_rows)
@@ -355,6 +375,7 @@ class BrowseScreen(Screen[None]):
             wants = render.wanted_widths(rows)
             set_columns(table, render.fit_columns(columns, width, wants=wants))
             table.set_rows(rows)
+            self.view_counts = counts_text(catalog, self.state, now, self.sorted_rows, rows)
             indicator = None if self.state.view == "expiring" else self.state.sort.key
             table.set_sort_indicator(
                 "metric" if indicator == "metric" else indicator, self.state.sort.reverse
@@ -478,19 +499,56 @@ class BrowseScreen(Screen[None]):
         self.set_focus(self.checkpoints_table)
         self.refresh_views()
 
+    def sorting_runs(self) -> bool:
+        """`s` and `S` sort the runs pane while it has focus, else the checkpoints."""
+        return self.state.view == "runs" and self.focused is self.runs_table
+
     def action_cycle_sort(self) -> None:
-        self.state.sort = self.state.sort.cycled()
-        self.show_new_order()
+        if self.sorting_runs():
+            self.state.run_sort = self.state.run_sort.cycled()
+            self.show_new_run_order()
+        else:
+            self.state.sort = self.state.sort.cycled()
+            self.show_new_order()
 
     def action_reverse_sort(self) -> None:
-        self.state.sort = self.state.sort.flipped()
-        self.show_new_order()
+        if self.sorting_runs():
+            self.state.run_sort = self.state.run_sort.flipped()
+            self.show_new_run_order()
+        else:
+            self.state.sort = self.state.sort.flipped()
+            self.show_new_order()
 
     def show_new_order(self) -> None:
         """A new sort shows its first rows (the biggest, after `S` on size), not the old cursor
         row somewhere in the middle."""
         self.refresh_views()
         self.checkpoints_table.move_cursor(0)
+
+    def show_new_run_order(self) -> None:
+        """The runs' first in the new order, and its checkpoints below."""
+        self.refresh_views()
+        self.runs_table.move_cursor(0)
+
+    @on(FastTable.HeaderClicked, "#runs")
+    def run_header_clicked(self, event: FastTable.HeaderClicked) -> None:
+        """A click on Run, Size or Next expiry sorts by it; a second click reverses."""
+        key = RUN_SORT_COLUMNS.get(event.column_key)
+        if key is not None:
+            sort = self.state.run_sort
+            same = sort.key == key
+            self.state.run_sort = sort.flipped() if same else RunSort(key)
+            self.show_new_run_order()
+
+    @on(FastTable.HeaderClicked, "#checkpoints")
+    def checkpoint_header_clicked(self, event: FastTable.HeaderClicked) -> None:
+        """A click on a sortable column sorts by it; a second click reverses."""
+        key = CHECKPOINT_SORT_COLUMNS.get(event.column_key)
+        if key is not None and self.state.view != "expiring":
+            sort = self.state.sort
+            same = sort.key == key
+            self.state.sort = sort.flipped() if same else Sort(key, False, sort.metric)
+            self.show_new_order()
 
     def action_cycle_view(self) -> None:
         self.state.cycle_view()
