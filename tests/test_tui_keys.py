@@ -347,3 +347,59 @@ async def test_a_click_on_a_checkpoint_header_sorts_by_it(demo: ServedDemo) -> N
         sizes = [row.size.bytes or 0 for row in checkpoints(app).rows if not row.is_missing]
         assert screen_of(app).state.sort.reverse and sizes == sorted(sizes, reverse=True)
         assert checkpoints(app).cursor_row == 0
+
+
+@pytest.mark.parametrize("query", ["expire", "ttl"])
+async def test_the_palette_finds_the_ttl_action(demo: ServedDemo, query: str) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *query)
+        await settle(pilot)
+        assert "TTL: set, extend or expire (t)" in screen_text(app)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "TtlDialog"
+
+
+async def test_the_palette_lists_keys_and_quit_once(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert "Keys" not in titles and "Quit" not in titles
+        assert titles.count("Quit (q)") == 1 and "Help (?)" in titles
+
+
+async def test_an_emptied_run_shows_a_dash_and_details_say_highlighted(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert "step 50 highlighted" in screen_text(app)  # the loss curve's marker
+        await pilot.press("tab", "down", "tab", "ctrl+a", "d", "y")  # empty the second run
+        await settle(pilot)
+        run = runs(app).cursor_value
+        assert run is not None and run.stored_rows == []
+        assert demo.store.list_run_checkpoints(run.run_id) == []
+        line = runs(app).render_line(runs(app).cursor_row + 1).text
+        assert run.display_name in line and "0 Bytes" not in line and " – " in line
+
+
+async def test_keep_policy_checkboxes_show_ticked_and_unticked_apart(demo: ServedDemo) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("K")
+        await pilot.pause()
+        for _ in range(30):  # tab along the form to "keep final", as a person would
+            if app.focused is not None and app.focused.id == "kp-final":
+                break
+            await pilot.press("tab")
+        box = app.focused
+        assert box is not None and box.id == "kp-final"
+        ticked = box.render().plain  # type: ignore[union-attr]
+        await pilot.press("space")
+        await pilot.pause()
+        unticked = box.render().plain  # type: ignore[union-attr]
+        assert "X" in ticked and "X" not in unticked
+        assert ticked.replace("X", " ") == unticked  # only the glyph differs

@@ -26,6 +26,8 @@ DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
 HEAP_CHECK_SECONDS = 30.0
 IDLE_SECONDS = 5.0
+FRAMEWORK_TWINS = ("Keys", "Quit")
+"""Textual's palette entries that ours already cover."""
 """No key press or click for this long: a moment's pause will not be felt."""
 
 
@@ -138,10 +140,16 @@ class CkptApp(App[None]):
             await self._client.aclose()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The palette lists every action of the key bindings, from the same definitions."""
-        yield from super().get_system_commands(screen)
+        """The palette lists every action of the key bindings, from the same definitions.
+
+        The framework's own "Keys" and "Quit" go: help (`?`) and our quit (which asks while a
+        change runs) are listed from the bindings already.
+        """
+        for system in super().get_system_commands(screen):
+            if system.title not in FRAMEWORK_TWINS:
+                yield system
         for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):
             if screen.check_action(command.action, ()) is False:  # e.g. changes, read-only
                 continue
-            title = f"{command.title} ({key_label(command)})"
+            title = f"{command.palette_title or command.title} ({key_label(command)})"
             yield SystemCommand(title, command.help, partial(screen.run_action, command.action))

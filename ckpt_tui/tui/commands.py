@@ -20,6 +20,9 @@ class Command:
     key_display: str | None = None
     priority: bool = False
     """Run by the app as the key arrives, before it goes to the focused widget."""
+    palette_title: str | None = None
+    """The palette's name for it when the footer's is too short to be found by (it searches
+    names only): "TTL: set, extend or expire" is found by "ttl" and by "expire"."""
 
     def binding(self) -> Binding:
         return Binding(
@@ -89,7 +92,13 @@ ACTION_COMMANDS: tuple[Command, ...] = (
     ),
     Command("clear_marks", "u", "Unmark", "Clear all marks", footer=False),
     Command("publish", "p", "Publish", "Publish or unpublish the marked or highlighted"),
-    Command("ttl", "t", "TTL", "Set or extend the expiry of the marked or highlighted"),
+    Command(
+        "ttl",
+        "t",
+        "TTL",
+        "Set or extend the expiry of the marked or highlighted",
+        palette_title="TTL: set, extend or expire",
+    ),
     Command("delete", "d", "Delete", "Delete the marked or highlighted, after confirmation"),
     Command(
         "retry_failed",

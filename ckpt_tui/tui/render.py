@@ -176,7 +176,7 @@ def run_cells(run: RunSummary, now: datetime, keys: Sequence[str]) -> list[Cell]
         "name": Cell(run.display_name),
         "model": Cell(model),
         "count": Cell(str(len(run.stored_rows))),
-        "size": Cell(format_total(run.size)),
+        "size": Cell(format_total(run.size)) if run.stored_rows else Cell("–", "dim"),
         "expiry": expiry_cell(soonest, now) if soonest else Cell("-", "dim"),
         "missing": Cell(f"⚠ {run.missing_count}", "warning") if run.missing_count else Cell(""),
     }

@@ -32,6 +32,7 @@ from ckpt_tui.tui.screens.keep_policy_form import (
     stored_rows,
 )
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, plural, total_summary
+from ckpt_tui.tui.widgets.tick_box import TickBox
 
 DEBOUNCE_SECONDS = 0.3
 IMMEDIATE_ROWS = 5000
@@ -121,7 +122,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
             with Horizontal(classes="kp-row"):
                 yield Static("", id="kp-scope")
                 if self.can_widen:
-                    yield Checkbox(f"all {len(self.all_runs)} runs", id="kp-all", compact=True)
+                    yield TickBox(f"all {len(self.all_runs)} runs", id="kp-all", compact=True)
             yield from self.compose_form()
             yield Static("", id="kp-error", markup=False)
             yield Static("", id="kp-total", markup=False)
@@ -149,13 +150,13 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
             yield number_input("kp-best", "K")
             yield Label("by")
             yield Select[str]([], id="kp-metric", prompt="no metric", compact=True)
-            yield Checkbox("higher is better", id="kp-higher", compact=True)
+            yield TickBox("higher is better", id="kp-higher", compact=True)
         with Horizontal(classes="kp-row"):
             yield Label("Always keep")
-            yield Checkbox("final", True, id="kp-final", compact=True)
-            yield Checkbox("best", True, id="kp-flagged-best", compact=True)
-            yield Checkbox("resume point", True, id="kp-resume", compact=True)
-            yield Checkbox("published", True, id="kp-published", compact=True)
+            yield TickBox("final", True, id="kp-final", compact=True)
+            yield TickBox("best", True, id="kp-flagged-best", compact=True)
+            yield TickBox("resume point", True, id="kp-resume", compact=True)
+            yield TickBox("published", True, id="kp-published", compact=True)
 
     def on_mount(self) -> None:
         self.scope_changed()

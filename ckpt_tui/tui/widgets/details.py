@@ -69,7 +69,8 @@ def curve_text(row: CheckpointRow, metrics: Metrics | None) -> Text | None:
     for index, char in enumerate(line.text):
         text.append(char, style="reverse bold" if index == line.marker else "")
     text.append(f"  {key} {line.high:.3g} → {line.low:.3g}", style="dim")
-    where = f"step {row.step} marked" if line.marker is not None else "step not in the log"
+    # "highlighted", not "marked": marking is what space does to rows
+    where = f"step {row.step} highlighted" if line.marker is not None else "step not in the log"
     text.append(f"\nsteps {line.first_step}–{line.last_step}, {where}", style="dim")
     return text
 
