@@ -107,7 +107,7 @@ async def test_confirming_deletes_exactly_the_plan_after_the_typed_word(demo: Se
         await pilot.press(*"delete", "enter")
         await settle(pilot)
         assert set(live(demo.store)) == before - doomed
-        assert app.session_log.entries[-1].summary == "Deleted 16 of 16"
+        assert app.session_log.entries[-1].summary == "Deleted 16 of 16 · delete (keep policy)"
 
 
 async def test_expire_instead_sets_the_ttl_on_the_plan(demo: ServedDemo) -> None:
@@ -187,7 +187,7 @@ async def test_readonly_refuses_the_keep_policy(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock, readonly=True)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await keep_policy(pilot, app)
+        await pilot.press("K")
         await settle(pilot)
         assert not isinstance(app.screen, KeepPolicyScreen)
         messages = [n.message for n in app._notifications]

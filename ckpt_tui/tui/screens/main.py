@@ -32,8 +32,15 @@ from ckpt_tui.tui.widgets import Cell
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
-CHANGES = {"publish", "ttl", "delete", "keep_policy", "retry_failed"}
-"""The actions that change checkpoints: off, and out of the footer, in read-only mode."""
+CHANGES = {
+    "publish": "publishing",
+    "ttl": "changing TTLs",
+    "delete": "deleting",
+    "keep_policy": "applying a keep policy",
+    "retry_failed": "retrying",
+}
+"""The actions that change checkpoints (off, and out of the footer, in read-only mode), and
+how the read-only notice names each."""
 
 
 FOOTER_FIRST = ("quit", "help")
@@ -72,7 +79,11 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         *actions_early(BrowseScreen.BINDINGS, bindings(ACTION_COMMANDS)),
         *Screen.BINDINGS,
         # Reached only when check_action turns the change itself off (read-only mode).
-        Binding(",".join(change_keys(CHANGES)), "say_readonly", show=False),
+        *(
+            Binding(key, f"say_readonly({verb!r})", show=False)
+            for action, verb in CHANGES.items()
+            for key in change_keys([action])
+        ),
     ]
 
     def __init__(self) -> None:
@@ -101,8 +112,8 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
             return readonly
         return super().check_action(action, parameters)
 
-    def action_say_readonly(self) -> None:
-        self.can_change("changing checkpoints")
+    def action_say_readonly(self, verb: str) -> None:
+        self.can_change(verb)
 
     def can_change(self, verb: str) -> bool:
         """False (after telling the user why) in read-only mode or while an action runs."""
