@@ -26,9 +26,9 @@ DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
 HEAP_CHECK_SECONDS = 30.0
 IDLE_SECONDS = 5.0
+"""No key press or click for this long: a moment's pause will not be felt."""
 FRAMEWORK_TWINS = ("Keys", "Quit")
 """Textual's palette entries that ours already cover."""
-"""No key press or click for this long: a moment's pause will not be felt."""
 
 
 class CkptApp(App[None]):
