@@ -105,7 +105,7 @@ async def test_p_asks_with_cancel_focused_and_enter_changes_nothing(demo: Served
         assert type(app.screen).__name__ == "PublishDialog"
         text = screen_text(app)
         assert "Publish 1 checkpoint?" in text and "Becomes public:" in text
-        assert f"on {app.backend.describe()}" in text
+        assert f"on {app.describe_backend()}" in text
         await pilot.press("enter", "p")  # Cancel is focused; p is no key in the dialog
         await settle(pilot)
         assert type(app.screen).__name__ == "PublishDialog"  # the second p asked again
@@ -137,7 +137,7 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
                 assert type(app.screen).__name__ == "QuitDialog"
                 text = screen_text(app)
                 assert "Setting the TTL of 0 of 1" in text
-                assert app.backend.describe() in text
+                assert app.describe_backend() in text
                 await pilot.press("enter")  # "Keep running" is focused
                 await pilot.pause()
                 assert type(app.screen).__name__ == "MainScreen" and app.is_running

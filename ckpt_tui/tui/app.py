@@ -129,7 +129,7 @@ class CkptApp(App[None]):
         if running is None:
             self.exit()
         elif not isinstance(self.screen, QuitDialog):
-            self.push_screen(QuitDialog(running, self.backend.describe()), self.quit_chosen)
+            self.push_screen(QuitDialog(running, self.describe_backend()), self.quit_chosen)
 
     def quit_chosen(self, quit_now: bool | None) -> None:
         if quit_now:

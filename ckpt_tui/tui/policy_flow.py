@@ -76,7 +76,7 @@ async def carry_out(screen: MainScreen, outcome: PolicyOutcome) -> None:
         screen.start(BulkAction("ttl", paths, label, dict.fromkeys(paths, seconds)))
         return
     now = screen.ckpt_app.clock.now()
-    backend = screen.ckpt_app.backend.describe()
+    backend = screen.ckpt_app.describe_backend()
     dialog = DeleteDialog(rows, screen.hidden_count(rows), now, backend)
     choice = await screen.app.push_screen_wait(dialog)
     if choice == "delete":

@@ -152,7 +152,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         if rows is None:
             return
         app = self.ckpt_app
-        dialog = PublishDialog(rows, app.backend.describe(), app.clock.now())
+        dialog = PublishDialog(rows, app.describe_backend(), app.clock.now())
         self.app.push_screen(dialog, partial(self.publish_chosen, rows))
 
     def publish_chosen(self, rows: list[CheckpointRow], choice: PublishChoice | None) -> None:
@@ -167,7 +167,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
             return
         app = self.ckpt_app
         self.app.push_screen(
-            TtlDialog(rows, app.clock.now(), app.backend.describe()), self.ttl_chosen
+            TtlDialog(rows, app.clock.now(), app.describe_backend()), self.ttl_chosen
         )
 
     def ttl_chosen(self, plan: TtlPlan | None) -> None:
@@ -179,7 +179,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
         if rows is None:
             return
         now = self.ckpt_app.clock.now()
-        dialog = DeleteDialog(rows, self.hidden_count(rows), now, self.ckpt_app.backend.describe())
+        dialog = DeleteDialog(rows, self.hidden_count(rows), now, self.ckpt_app.describe_backend())
         paths = [row.tinker_path for row in rows]
         self.app.push_screen(dialog, partial(self.delete_chosen, paths))
 
@@ -295,7 +295,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
 
     def finish(self, action: BulkAction) -> None:
         """Report the outcome, keep failures marked with their errors, and log it."""
-        backend = self.ckpt_app.backend.describe()
+        backend = self.ckpt_app.describe_backend()
         failed = action.failed
         for path in action.paths:
             self.failures.pop(path, None)
