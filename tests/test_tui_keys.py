@@ -164,6 +164,7 @@ async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyA
             assert screen_of(app).running is not None
             await pilot.press("q")
             await pilot.pause()
+            assert app.is_running and type(app.screen).__name__ == "QuitDialog"
             assert "Deleting 0 of 1" in screen_text(app)
             await pilot.press("y")
             await pilot.pause()
