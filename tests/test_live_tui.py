@@ -223,13 +223,13 @@ async def test_the_loss_curve_follows_metrics_jsonl(live: Live) -> None:
     async with newest_first(live) as (app, pilot):
         await cursor_to(pilot, app, live.run.tinker_path("000010"))
         await settle(pilot)
-        assert "steps 1–10, step 10 marked" in screen_text(app)
+        assert "steps 1–10, step 10 highlighted" in screen_text(app)
         live.run.train(30)
         live.saved("000050")
         await refresh(pilot)
         await cursor_to(pilot, app, live.run.tinker_path("000050"))
         await settle(pilot)
-        assert "steps 1–50, step 50 marked" in screen_text(app)
+        assert "steps 1–50, step 50 highlighted" in screen_text(app)
 
 
 async def test_new_rows_stay_in_sight(live: Live) -> None:
