@@ -6,16 +6,17 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
+
+import msgspec
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import Page, unique_by
-from ckpt_tui.heap import collect_young, collector_paused, keep_long_lived
 from ckpt_tui.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs
 from ckpt_tui.records import record_paths
 
@@ -55,49 +56,45 @@ class LogDirSettings:
         return discover_log_dirs(list(self.explicit), self.runs_root)
 
 
-@dataclass
-class Snapshot:
-    """What the server and the logs said at one moment, joined."""
+class Snapshot(msgspec.Struct, frozen=True, weakref=True):
+    """What the server and the logs said at one moment, joined.
+
+    Immutable: a refresh, a change in the training logs or a finished action makes a new
+    snapshot (`Snapshot.join`), which shares the rows that did not change.
+    """
 
     runs: list[TrainingRun]
     checkpoints: list[Checkpoint]
     discovery: Discovery
-    weights_info: dict[str, WeightsInfo] = field(default_factory=dict)
-    row_cache: RowCache = field(default_factory=RowCache, repr=False)
+    weights_info: dict[str, WeightsInfo]
+    catalog: Catalog
     incomplete: str = ""
     """Why the server's lists could not be read whole; "" when they were. An incomplete
     snapshot marks nothing missing, and no keep policy may plan deletions on it."""
-    catalog: Catalog = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.rebuild()
-
-    def rebuild(self) -> None:
-        """Join again, e.g. after the log dirs were re-read."""
-        collect_young()  # what fetching left in cycles is freed now, not frozen below
-        with collector_paused():
-            self.catalog = build_catalog(
-                self.runs,
-                self.checkpoints,
-                self.discovery.log_dirs,
-                self.weights_info,
-                self.row_cache,
-                complete=self.complete,
-            )
-            # Rows reused from the last join keep the equal checkpoint objects they were
-            # built with; holding the new copies too would keep 100,000 of them twice.
-            self.checkpoints = list(map(attrgetter("server"), self.catalog.stored_rows))
-            # Still paused: the new rows go straight out of the collector's sight, instead
-            # of a young collection walking 300,000 of them inside the next frame (~90 ms).
-            keep_long_lived()
+    @classmethod
+    def join(
+        cls,
+        runs: list[TrainingRun],
+        checkpoints: list[Checkpoint],
+        discovery: Discovery,
+        weights_info: dict[str, WeightsInfo] | None = None,
+        cache: RowCache | None = None,
+        incomplete: str = "",
+    ) -> Snapshot:
+        """Join runs, checkpoints and log dirs (pass the last join's `cache` to reuse rows)."""
+        infos = weights_info or {}
+        catalog = build_catalog(
+            runs, checkpoints, discovery.log_dirs, infos, cache, complete=not incomplete
+        )
+        # Rows reused from the last join keep the equal checkpoint objects they were built
+        # with; holding the new copies too would keep 100,000 of them twice.
+        kept = [row.server for row in catalog.stored_rows if row.server is not None]
+        return cls(runs, kept, discovery, infos, catalog, incomplete)
 
     @property
     def complete(self) -> bool:
         return not self.incomplete
-
-    def __repr__(self) -> str:
-        # Short on purpose: a repr of 100,000 checkpoints takes seconds (tracebacks, logs).
-        return f"<Snapshot of {len(self.runs)} runs, {len(self.checkpoints)} checkpoints>"
 
     @property
     def problems(self) -> list[str]:
@@ -240,5 +237,5 @@ async def joined(
 ) -> Snapshot:
     """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
     return await asyncio.to_thread(
-        Snapshot, runs, unique_checkpoints(checkpoints), discovery, infos, cache, incomplete
+        Snapshot.join, runs, unique_checkpoints(checkpoints), discovery, infos, cache, incomplete
     )

@@ -5,12 +5,14 @@ The JSON schema (`ckpt-tui.ls/1`) is described in the README; change it only wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import BinaryIO
 
-from ckpt_tui.api_types import format_time
-from ckpt_tui.catalog import CheckpointRow, RunSummary
+import msgspec
+
+from ckpt_tui.api_types import encode, format_time
+from ckpt_tui.catalog import CheckpointRow, RunSummary, soonest_expiry
 from ckpt_tui.sizes import format_size, format_total, total
 from ckpt_tui.ttl import describe_expiry
 
@@ -21,61 +23,108 @@ def opt_time(value: datetime | None) -> str | None:
     return None if value is None else format_time(value)
 
 
-def row_document(row: CheckpointRow) -> dict[str, Any]:
-    return {
-        "checkpoint_id": row.checkpoint_id,
-        "name": row.name,
-        "kind": row.kind,
-        "tinker_path": row.tinker_path,
-        "state": row.state.value,
-        "step": row.step,
-        "epoch": row.epoch,
-        "metrics": dict(row.metrics),
-        "size_bytes": row.size.bytes,
-        "size_kind": row.size.kind,
-        "size_basis": row.size.basis or None,
-        "created": opt_time(row.created),
-        "expires_at": opt_time(row.expires_at),
-        "public": row.public,
-        "final": row.final,
-        "best": row.best,
-        "resume_point": row.resume_point,
-        "rolling": row.rolling,
-        "user_metadata": None if row.server is None else row.server.user_metadata,
-    }
+class CheckpointDocument(msgspec.Struct, gc=False):
+    """One checkpoint of `ls --json` (fields in document order)."""
+
+    checkpoint_id: str
+    name: str
+    kind: str
+    tinker_path: str
+    state: str
+    step: int | None
+    epoch: float | None
+    metrics: Mapping[str, float]
+    size_bytes: int | None
+    size_kind: str
+    size_basis: str | None
+    created: datetime | None
+    expires_at: datetime | None
+    public: bool
+    final: bool
+    best: bool
+    resume_point: bool
+    rolling: bool
+    user_metadata: dict[str, str] | None
 
 
-def run_document(run: RunSummary) -> dict[str, Any]:
-    size = run.size
-    return {
-        "run_id": run.run_id,
-        "display_name": run.display_name,
-        "base_model": run.base_model,
-        "is_lora": run.is_lora,
-        "lora_rank": run.lora_rank,
-        "log_dir": None if run.log_dir is None else str(run.log_dir.path),
-        "on_server": run.server is not None,
-        "checkpoint_count": len(run.stored_rows),
-        "missing_count": run.missing_count,
-        "size_bytes": size.bytes,
-        "size_is_exact": size.is_exact,
-        "size_unknown_count": size.unknown_count,
-        "soonest_expiry": opt_time(run.soonest_expiry),
-        "checkpoints": [row_document(row) for row in run.rows],
-    }
+class RunDocument(msgspec.Struct, gc=False):
+    """One run of `ls --json`."""
+
+    run_id: str
+    display_name: str
+    base_model: str
+    is_lora: bool
+    lora_rank: int | None
+    log_dir: str | None
+    on_server: bool
+    checkpoint_count: int
+    missing_count: int
+    size_bytes: int
+    size_is_exact: bool
+    size_unknown_count: int
+    soonest_expiry: datetime | None
+    checkpoints: list[CheckpointDocument]
 
 
-def ls_document(
+def row_document(row: CheckpointRow) -> CheckpointDocument:
+    size = row.size
+    return CheckpointDocument(
+        row.checkpoint_id,
+        row.name,
+        row.kind,
+        row.tinker_path,
+        row.state.value,
+        row.step,
+        row.epoch,
+        row.metrics,
+        size.bytes,
+        size.kind,
+        size.basis or None,
+        row.created,
+        row.expires_at,
+        row.public,
+        row.final,
+        row.best,
+        row.resume_point,
+        row.rolling,
+        None if row.server is None else row.server.user_metadata,
+    )
+
+
+def run_document(run: RunSummary) -> RunDocument:
+    stored = run.stored_rows
+    size = total(row.size for row in stored)
+    return RunDocument(
+        run.run_id,
+        run.display_name,
+        run.base_model,
+        run.is_lora,
+        run.lora_rank,
+        None if run.log_dir is None else str(run.log_dir.path),
+        run.server is not None,
+        len(stored),
+        len(run.rows) - len(stored),
+        size.bytes,
+        size.is_exact,
+        size.unknown_count,
+        soonest_expiry(stored),
+        [row_document(row) for row in run.rows],
+    )
+
+
+def write_ls_json(
+    out: BinaryIO,
     backend: str,
     runs: Sequence[RunSummary],
     problems: Sequence[str],
     now: datetime,
     complete: bool = True,
-) -> dict[str, Any]:
-    """The whole `ls --json` answer; `complete` False when the server's lists are partial."""
+) -> None:
+    """Write the whole `ls --json` answer to `out`; `complete` False when the server's lists
+    are partial."""
     stored = [row for run in runs for row in run.stored_rows]
     size = total(row.size for row in stored)
-    return {
+    head = {
         "schema": SCHEMA,
         "backend": backend,
         "generated_at": format_time(now),
@@ -83,14 +132,45 @@ def ls_document(
         "totals": {
             "runs": len(runs),
             "checkpoints": len(stored),
-            "missing": sum(run.missing_count for run in runs),
+            "missing": sum(len(run.rows) for run in runs) - len(stored),
             "size_bytes": size.bytes,
             "size_is_exact": size.is_exact,
             "size_unknown_count": size.unknown_count,
         },
-        "runs": [run_document(run) for run in runs],
-        "problems": list(problems),
     }
+    documents = (run_document(run) for run in runs)
+    write_json(out, head, ("runs", documents), {"problems": list(problems)})
+
+
+def write_json(
+    out: BinaryIO,
+    head: Mapping[str, object],
+    items: tuple[str, Iterable[object]],
+    tail: Mapping[str, object],
+) -> None:
+    """Write one JSON object, indented by 2: `head`'s fields, the list `items` names, `tail`'s.
+
+    The list is encoded one item at a time (msgspec), so a document of 100,000 checkpoints is
+    never in memory whole, nor is each item's document built before it is written.
+    """
+    key, values = items
+    out.write(b"{")
+    for name, value in head.items():
+        out.write(b"\n  " + encode(name) + b": " + _indented(value, 1) + b",")
+    out.write(b"\n  " + encode(key) + b": [")
+    empty = True
+    for value in values:
+        out.write((b"\n    " if empty else b",\n    ") + _indented(value, 2))
+        empty = False
+    out.write(b"]" if empty else b"\n  ]")
+    for name, value in tail.items():
+        out.write(b",\n  " + encode(name) + b": " + _indented(value, 1))
+    out.write(b"\n}\n")
+
+
+def _indented(value: object, level: int) -> bytes:
+    """`value` as JSON indented by 2, nested `level` deep (strings hold no raw newlines)."""
+    return msgspec.json.format(encode(value), indent=2).replace(b"\n", b"\n" + b"  " * level)
 
 
 RUN_COLUMNS = ("RUN", "BASE MODEL", "CKPTS", "SIZE", "NEXT EXPIRY")

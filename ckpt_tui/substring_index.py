@@ -19,17 +19,24 @@ RowT = TypeVar("RowT")
 class SubstringIndex(Generic[RowT]):
     """Rows plus their lowercased search text, filtered by `filter(query)`."""
 
-    def __init__(self, rows: Sequence[RowT], text: Callable[[RowT], str]) -> None:
-        """Index `rows`; `text(row)` is what a query is matched against (e.g. the name)."""
+    def __init__(
+        self, rows: Sequence[RowT], text: Callable[[RowT], str], *, lowercased: bool = False
+    ) -> None:
+        """Index `rows`; `text(row)` is what a query is matched against (e.g. the name).
+
+        `lowercased`: `text` already gives lowercase text, so it is shared, not copied.
+        """
         self.rows: list[RowT] = list(rows)
         self._text = text
+        self._lowercased = lowercased
         self._haystacks: list[str] | None = None
         self._last: tuple[str, list[RowT], list[str]] = ("", self.rows, [])
 
     def haystacks(self) -> list[str]:
         """Every row's lowercased text (safe to build ahead of time in another thread)."""
         if self._haystacks is None:
-            self._haystacks = list(map(str.lower, map(self._text, self.rows)))
+            texts = map(self._text, self.rows)
+            self._haystacks = list(texts if self._lowercased else map(str.lower, texts))
         return self._haystacks
 
     def filter(self, query: str) -> list[RowT]:

@@ -77,18 +77,3 @@ async def test_metric_column_defaults_to_the_first_numeric_record_key(demo: Serv
     sft = next(run for run in catalog.runs if run.display_name == "sl/llama-8b-tulu3")
     assert sft.metric_keys[0] == "eval_loss"
     assert all("eval_loss" in row.metrics for row in sft.rows)
-
-
-async def test_big_structures_print_short(demo: ServedDemo) -> None:
-    """Textual describes a worker by repr() of its arguments, on the UI thread, and tracebacks
-    print locals: a snapshot, catalog or run must never print every checkpoint it holds."""
-    settings = LogDirSettings((demo.paths.logs,), runs_root=None)
-    async with CheckpointClient(Backend.remote(demo.url)) as client:
-        snapshot = await load_snapshot(client, settings)
-    catalog = snapshot.catalog
-    assert repr(snapshot) == (
-        f"<Snapshot of {len(snapshot.runs)} runs, {len(snapshot.checkpoints)} checkpoints>"
-    )
-    assert repr(catalog) == f"<Catalog of {len(catalog.runs)} runs, {len(catalog.rows)} rows>"
-    run = catalog.runs[0]
-    assert repr(run) == f"<RunSummary {run.run_id!r}: {len(run.rows)} rows>"

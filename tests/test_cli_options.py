@@ -146,7 +146,6 @@ def run_command(
         asyncio.run(drive())
 
     monkeypatch.setattr(CkptApp, "run", run_headless)
-    monkeypatch.setattr("ckpt_tui.cli.tui.manage_heap", lambda: None)
     code = main(argv)
     out, err = capsys.readouterr()
     if command == "ls" and code == 0:

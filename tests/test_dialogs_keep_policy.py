@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from msgspec.structs import replace
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input, Select
 
@@ -48,10 +49,9 @@ def policy_runs() -> list[RunSummary]:
         TrainingRun(name, "Qwen/Qwen3-8B", "me", True, NOW, lora_rank=32)
         for name in ("run-a", "run-b")
     ]
-    catalog = build_catalog(runs, saves, [])
-    first = catalog.runs[0]
-    first.rows = [changed(row, final=row.step == 600) for row in first.rows]
-    return catalog.runs
+    first, *others = build_catalog(runs, saves, []).runs
+    rows = [changed(row, final=row.step == 600) for row in first.rows]
+    return [replace(first, rows=rows), *others]
 
 
 def dialog_app(rate: float | None = None, *, widen: bool = True) -> DialogApp[PolicyOutcome | None]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, TypeVar
 
+from msgspec.structs import replace
 from rich.console import Console
 from textual import work
 from textual.app import App, ComposeResult
@@ -58,10 +58,7 @@ def rows_of(*checkpoints: Checkpoint) -> list[CheckpointRow]:
 
 def changed(row: CheckpointRow, **values: Any) -> CheckpointRow:
     """A copy of a row with some attributes set (rows are built only by the join)."""
-    new = copy.copy(row)
-    for name, value in values.items():
-        setattr(new, name, value)
-    return new
+    return replace(row, **values)
 
 
 def flagged(row: CheckpointRow, *, final: bool = False, resume: bool = False) -> CheckpointRow:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import weakref
 from datetime import timedelta
 
 import httpx
 
-from ckpt_tui import heap
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.loader import LogDirSettings, Snapshot
@@ -62,24 +60,18 @@ async def test_refresh_keeps_every_row_and_the_cursor_until_the_new_list_is_whol
         assert "Refreshing" not in str(screen.query_one("#status-line").render())
 
 
-async def test_replaced_snapshots_are_freed_while_the_heap_is_managed(
+async def test_replaced_snapshots_are_freed_at_once(
     store: Store, server_url: str, clock: FixedClock
 ) -> None:
-    """The app freezes long-lived objects (ckpt_tui.heap): nothing frozen may keep an old
-    snapshot alive, e.g. a worker that had it as an argument while it ran."""
+    """Snapshots are untracked by the garbage collector: nothing may keep a replaced one
+    alive, e.g. in a reference cycle or a worker that had it as an argument while it ran."""
     store.create_run("run-a", "Qwen/Qwen3-8B", lora_rank=32)
     store.add_checkpoint("run-a", "weights/000001")
     app = CkptApp(Backend.remote(server_url), LogDirSettings((), None), clock=clock)
-    heap.manage_heap()
-    try:
-        async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        first = weakref.ref(screen_of(app).snapshot)
+        for _ in range(2):
+            await pilot.press("r")
             await settle(pilot)
-            first = weakref.ref(screen_of(app).snapshot)
-            for _ in range(2):
-                await pilot.press("r")
-                await settle(pilot)
-            assert first() is None
-    finally:
-        heap.manage_heap(False)
-        gc.unfreeze()
-        gc.collect()
+        assert first() is None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_not, itemgetter, methodcaller, not_
+from operator import attrgetter, itemgetter, methodcaller
+
+import msgspec
 
 from ckpt_tui.api_types import (
     TINKER_SCHEME,
@@ -20,8 +20,12 @@ from ckpt_tui.api_types import (
 from ckpt_tui.catalog.rows import (
     CheckpointRow,
     RecordRef,
+    RowState,
     RunSummary,
+    int_or_none,
     is_incomplete,
+    number_or_none,
+    search_text,
     soonest_expiry,
     stored_only,
 )
@@ -103,7 +107,9 @@ def make_row(
 
     `path` is (run id, checkpoint id, tinker path, type).
     """
+    run_id, checkpoint_id, tinker_path, checkpoint_type = path
     metadata = ckpt.user_metadata if ckpt is not None else None
+    record = None
     if ref is not None:
         record = ref.record
         metrics = numbers_of(record.extra) if record.extra else {}
@@ -113,7 +119,43 @@ def make_row(
         final = resume = rolling = False
     if metadata:
         resume = resume or metadata.get("resume_point") == "true"
-    return CheckpointRow(path, run_name, ckpt, ref, metrics, size, (final, resume, rolling))
+    if record is not None:
+        batch = record.batch
+        step = int_or_none(batch if batch is not None else record.extra.get("step"))
+        epoch = number_or_none(record.epoch)
+    elif metadata:
+        step = int_or_none(metadata.get("batch", metadata.get("step")))
+        epoch = number_or_none(metadata.get("epoch"))
+    else:
+        step = epoch = None
+    if ckpt is None:
+        state, created, expires_at = RowState.MISSING, None, None
+    else:
+        state = RowState.UNTRACKED if ref is None else RowState.TRACKED
+        created, expires_at = ckpt.time, ckpt.expires_at
+    name = checkpoint_id.split("/", 1)[-1]
+    return CheckpointRow(
+        run_id,
+        run_name,
+        checkpoint_id,
+        name,
+        tinker_path,
+        checkpoint_type,
+        state,
+        ckpt,
+        ref,
+        metrics,
+        step,
+        epoch,
+        size,
+        final,
+        resume,
+        rolling,
+        created,
+        expires_at,
+        f"{run_name.lower()}\x00{name.lower()}",
+        search_text(run_name, tinker_path, metadata, record),
+    )
 
 
 def parts_of(path: TinkerPath) -> tuple[str, str, str, CheckpointType]:
@@ -146,34 +188,41 @@ def run_id_of(ckpt: Checkpoint) -> str:
     return TinkerPath.parse(text).run_id  # raises with the reason
 
 
-@dataclass
-class Catalog:
-    """Everything the UI shows: runs with their rows, and what went wrong reading the logs."""
+class Catalog(msgspec.Struct, frozen=True, gc=False):
+    """Everything the UI shows: runs with their rows, and what went wrong reading the logs.
+
+    Immutable: a refresh or a change in the training logs makes a new catalog (`Catalog.of`),
+    which shares the rows that did not change.
+    """
 
     runs: list[RunSummary]
     problems: list[str]
-    rows: list[CheckpointRow] = field(init=False)
-    row_by_path: dict[str, CheckpointRow] = field(init=False, repr=False)
-    stored_rows: list[CheckpointRow] = field(init=False, repr=False)
+    rows: list[CheckpointRow]
+    row_by_path: dict[str, CheckpointRow]
+    stored_rows: list[CheckpointRow]
     """Rows the server still has (not the missing ones)."""
-    stored_size: SizeTotal = field(init=False, repr=False)
-    soonest_expiry: datetime | None = field(init=False, repr=False)
-    _by_id: dict[str, RunSummary] = field(init=False, repr=False)
+    stored_size: SizeTotal
+    soonest_expiry: datetime | None
+    run_by_id: dict[str, RunSummary]
 
-    def __post_init__(self) -> None:
+    @classmethod
+    def of(cls, runs: list[RunSummary], problems: list[str]) -> Catalog:
         # Worked out here, in the joining thread: the header needs the totals on every frame.
-        rows = self.rows = list(chain.from_iterable(map(attrgetter("rows"), self.runs)))
-        self.row_by_path = dict(zip(map(attrgetter("tinker_path"), rows), rows, strict=True))
-        self._by_id = {run.run_id: run for run in self.runs}
-        self.stored_rows = stored_only(rows)
-        self.stored_size = total(map(attrgetter("size"), self.stored_rows))
-        self.soonest_expiry = soonest_expiry(self.stored_rows)
+        rows = [row for run in runs for row in run.rows]
+        stored = stored_only(rows)
+        return cls(
+            runs,
+            problems,
+            rows,
+            {row.tinker_path: row for row in rows},
+            stored,
+            total([row.size for row in stored]),
+            soonest_expiry(stored),
+            {run.run_id: run for run in runs},
+        )
 
     def run(self, run_id: str) -> RunSummary | None:
-        return self._by_id.get(run_id)
-
-    def __repr__(self) -> str:
-        return f"<Catalog of {len(self.runs)} runs, {len(self.rows)} rows>"  # short: see Snapshot
+        return self.run_by_id.get(run_id)
 
 
 def ordered_run_ids(
@@ -264,7 +313,22 @@ def summarize_run(
     log_dir = index.log_dir_of_run.get(run_id)
     info = info or info_for(run, log_dir)
     name = log_dir.display_name if log_dir else (name_in_metadata(run) or run_id)
-    summary = RunSummary(
+    sizer = RunSizer(info, checkpoints)
+    refs = index.by_path
+    rows = [
+        cache.stored(name, run_id, ckpt, refs.get(ckpt.tinker_path), sizer)
+        for ckpt in sorted(checkpoints, key=BY_TIME)
+    ]
+    logged = index.paths_of_run.get(run_id) if complete else None
+    if logged:
+        on_server = {ckpt.tinker_path for ckpt in checkpoints}
+        deleted_here = cache.deleted_here
+        rows += [
+            cache.missing(name, text, refs[text])
+            for text in logged
+            if text not in on_server and text not in deleted_here
+        ]
+    return RunSummary(
         run_id=run_id,
         display_name=name,
         base_model=info.base_model if info else "?",
@@ -272,21 +336,9 @@ def summarize_run(
         is_lora=info.is_lora if info else False,
         server=run,
         log_dir=log_dir,
+        rows=rows,
+        metric_keys=metric_keys(rows),
     )
-    sizer = RunSizer(info, checkpoints)
-    refs = index.by_path
-    rows = summary.rows
-    for ckpt in sorted(checkpoints, key=BY_TIME):
-        rows.append(cache.stored(name, run_id, ckpt, refs.get(ckpt.tinker_path), sizer))
-    logged = index.paths_of_run.get(run_id) if complete else None
-    if logged:
-        on_server = {ckpt.tinker_path for ckpt in checkpoints}
-        deleted_here = cache.deleted_here
-        for text in logged:
-            if text not in on_server and text not in deleted_here:
-                rows.append(cache.missing(name, text, refs[text]))
-    summary.metric_keys = metric_keys(rows)
-    return summary
 
 
 RUN_NAME_KEYS = ("name", "run_name", "display_name")
@@ -300,16 +352,15 @@ def name_in_metadata(run: TrainingRun | None) -> str | None:
 
 def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:
     """Numeric keys in order of first appearance; record keys before metadata keys."""
-    tracked = list(map(is_not, map(attrgetter("ref"), rows), repeat(None)))
     keys: dict[str, object] = {}
-    # dict.update keeps each key where it first appeared; consume() runs the map at C speed
-    consume(map(keys.update, map(attrgetter("metrics"), compress(rows, tracked))))
-    consume(map(keys.update, map(attrgetter("metrics"), compress(rows, map(not_, tracked)))))
+    # dict.update keeps each key where it first appeared
+    for row in rows:
+        if row.ref is not None and row.metrics:
+            keys.update(row.metrics)
+    for row in rows:
+        if row.ref is None and row.metrics:
+            keys.update(row.metrics)
     return list(keys)
-
-
-def consume(iterator: Iterator[object]) -> None:
-    deque(iterator, maxlen=0)
 
 
 def build_catalog(
@@ -345,13 +396,12 @@ def build_catalog(
         for run_id in ordered_run_ids(runs, by_run, index)
     ]
     summaries.sort(key=newest_first)
-    catalog = Catalog(summaries, list(index.problems))
+    catalog = Catalog.of(summaries, list(index.problems))
     cache.keep(catalog)
     return catalog
 
 
 def newest_first(run: RunSummary) -> tuple[float, str]:
     """Runs with the newest checkpoint first; runs with none stored last; then by name."""
-    times = list(map(attrgetter("created"), run.rows))
-    newest = max(compress(times, map(is_not, times, repeat(None))), default=None)
+    newest = max([row.created for row in run.rows if row.created is not None], default=None)
     return (float("inf") if newest is None else -newest.timestamp(), run.display_name)

@@ -95,7 +95,7 @@ def filter_rows(rows: Sequence[CheckpointRow], text: str) -> list[CheckpointRow]
 
 def search_index(rows: Sequence[CheckpointRow]) -> SubstringIndex[CheckpointRow]:
     """An index for filtering `rows` by their search text, key press after key press."""
-    return SubstringIndex(rows, attrgetter("haystack"))
+    return SubstringIndex(rows, attrgetter("haystack"), lowercased=True)
 
 
 def expiring_rows(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from itertools import compress, repeat
-from operator import attrgetter, is_not
+
+import msgspec
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, TrainingRun
 from ckpt_tui.logdirs import LogDir
@@ -31,8 +30,7 @@ KIND_LABELS: dict[CheckpointType, str] = {
 }
 
 
-@dataclass(frozen=True)
-class RecordRef:
+class RecordRef(msgspec.Struct, frozen=True, gc=False):
     """A record of a log dir and which of its paths names a checkpoint."""
 
     log_dir: LogDir
@@ -40,26 +38,31 @@ class RecordRef:
     resume_point: bool
 
 
-@dataclass(slots=True, init=False, eq=False)
-class CheckpointRow:
+class CheckpointRow(msgspec.Struct, frozen=True, gc=False, eq=False):
     """One checkpoint as the user sees it: the server's facts joined with its record.
 
-    Treat it as read-only. Rows compare by identity: a table finds its cursor's row among
-    100,000 by identity at C speed, and a join hands unchanged rows over again. A join builds
-    100,000 of these, so a row stores only what every view needs at once; step, epoch, the
-    name's sort key and the filter's search text are worked out when first asked for. Sort keys
-    (`created`, `expires_at`, `name_key`) are attributes, for fast 100,000-row sorts.
+    Immutable, and not tracked by the garbage collector: a row refers only to things that never
+    refer back to it, so it can be part of no reference cycle. Rows compare by identity: a table
+    finds its cursor's row among 100,000 by identity at C speed, and a join hands unchanged rows
+    over again. Sort keys (`created`, `expires_at`, `name_key`) and the filter's `haystack`
+    are attributes, for fast 100,000-row sorts and filters. Built by `catalog.join.make_row`.
     """
 
     run_id: str
     run_name: str
     checkpoint_id: str
+    name: str
+    """The checkpoint id without its segment."""
     tinker_path: str
     checkpoint_type: CheckpointType
     state: RowState
     server: Checkpoint | None
     ref: RecordRef | None
     metrics: Mapping[str, float]
+    step: int | None
+    """The record's batch (else its `step` key), else the checkpoint's metadata."""
+    epoch: float | None
+    """As recorded: a whole number (an int) or a fraction (HF Trainer's 1.25)."""
     size: Size
     final: bool
     resume_point: bool
@@ -67,57 +70,15 @@ class CheckpointRow:
     created: datetime | None
     """When the server stored it (None for a missing row); also the created sort's key."""
     expires_at: datetime | None
-    _name_key: str | None = field(repr=False, compare=False)
-    _haystack: str | None = field(repr=False, compare=False)
-
-    def __init__(
-        self,
-        path: tuple[str, str, str, CheckpointType],
-        run_name: str,
-        server: Checkpoint | None,
-        ref: RecordRef | None,
-        metrics: Mapping[str, float],
-        size: Size,
-        flags: tuple[bool, bool, bool],
-    ) -> None:
-        """`path` is (run id, checkpoint id, tinker path, type); `flags` (final, resume,
-        rolling)."""
-        self.run_id, self.checkpoint_id, self.tinker_path, self.checkpoint_type = path
-        self.run_name = run_name
-        self.server = server
-        self.ref = ref
-        if server is None:
-            self.state = RowState.MISSING
-            self.created = self.expires_at = None
-        else:
-            self.state = RowState.UNTRACKED if ref is None else RowState.TRACKED
-            self.created, self.expires_at = server.time, server.expires_at
-        self.metrics = metrics
-        self.size = size
-        self.final, self.resume_point, self.rolling = flags
-        self._name_key = self._haystack = None
+    name_key: str
+    """Sort key for the name sort: run name, then checkpoint name, ignoring case."""
+    haystack: str
+    """Lowercased text a filter searches: run, path, user metadata and record extras."""
 
     @property
     def record(self) -> CheckpointRecord | None:
         """The training-log record that names this checkpoint, if any."""
         return None if self.ref is None else self.ref.record
-
-    @property
-    def step(self) -> int | None:
-        """The record's batch (else its `step` key), else the checkpoint's metadata."""
-        record = self.record
-        if record is not None:
-            batch = record.batch
-            return int_or_none(batch if batch is not None else record.extra.get("step"))
-        metadata = self.metadata
-        return int_or_none(metadata.get("batch", metadata.get("step")))
-
-    @property
-    def epoch(self) -> float | None:
-        """As recorded: a whole number (an int) or a fraction (HF Trainer's 1.25)."""
-        if self.record is not None:
-            return number_or_none(self.record.epoch)
-        return number_or_none(self.metadata.get("epoch"))
 
     @property
     def best(self) -> bool:
@@ -129,33 +90,6 @@ class CheckpointRow:
         """The server's user metadata (empty when there is none)."""
         server = self.server
         return (server.user_metadata or {}) if server is not None else {}
-
-    @property
-    def name_key(self) -> str:
-        """Sort key for the name sort: run name, then checkpoint name, ignoring case."""
-        if self._name_key is None:
-            self._name_key = f"{self.run_name.lower()}\x00{self.name.lower()}"
-        return self._name_key
-
-    @property
-    def haystack(self) -> str:
-        """Lowercased text a filter searches: run, path, user metadata and record extras.
-
-        Built on first use: most rows are never filtered, and 100,000 joins add up.
-        """
-        if self._haystack is None:
-            parts = [self.run_name, self.tinker_path]
-            metadata = self.server.user_metadata if self.server else None
-            if metadata:
-                parts.extend(f"{k}={v}" for k, v in metadata.items())
-            if self.record is not None:
-                parts.extend(f"{k}={v}" for k, v in self.record.extra.items())
-            self._haystack = "\n".join(parts).lower()
-        return self._haystack
-
-    @property
-    def name(self) -> str:
-        return self.checkpoint_id.split("/", 1)[-1]
 
     @property
     def kind(self) -> str:
@@ -195,8 +129,22 @@ class CheckpointRow:
         return words
 
 
-@dataclass
-class RunSummary:
+def search_text(
+    run_name: str,
+    tinker_path: str,
+    metadata: Mapping[str, str] | None,
+    record: CheckpointRecord | None,
+) -> str:
+    """A row's `haystack`: what the filter matches, lowercased once."""
+    parts = [run_name, tinker_path]
+    if metadata:
+        parts.extend(f"{k}={v}" for k, v in metadata.items())
+    if record is not None and record.extra:
+        parts.extend(f"{k}={v}" for k, v in record.extra.items())
+    return "\n".join(parts).lower()
+
+
+class RunSummary(msgspec.Struct, frozen=True, gc=False):
     """A training run with its checkpoint rows, from the server and/or a log dir."""
 
     run_id: str
@@ -206,13 +154,8 @@ class RunSummary:
     is_lora: bool
     server: TrainingRun | None
     log_dir: LogDir | None
-    rows: list[CheckpointRow] = field(default_factory=list)
-    metric_keys: list[str] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return (
-            f"<RunSummary {self.run_id!r}: {len(self.rows)} rows>"  # short: a run may hold 10,000
-        )
+    rows: list[CheckpointRow] = msgspec.field(default_factory=list)
+    metric_keys: list[str] = msgspec.field(default_factory=list)
 
     @property
     def stored_rows(self) -> list[CheckpointRow]:
@@ -228,7 +171,7 @@ class RunSummary:
 
     @property
     def missing_count(self) -> int:
-        return sum(row.is_missing for row in self.rows)
+        return len(self.rows) - len(self.stored_rows)
 
 
 def is_incomplete(ckpt: Checkpoint) -> bool:
@@ -266,10 +209,9 @@ def number_or_none(value: object) -> float | None:
 
 def soonest_expiry(rows: Sequence[CheckpointRow]) -> datetime | None:
     """The earliest expiry among rows that have one."""
-    times = list(map(attrgetter("expires_at"), rows))
-    return min(compress(times, map(is_not, times, repeat(None))), default=None)
+    return min([row.expires_at for row in rows if row.expires_at is not None], default=None)
 
 
 def stored_only(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:
     """Rows the server still has (not the missing ones)."""
-    return list(compress(rows, map(is_not, map(attrgetter("server"), rows), repeat(None))))
+    return [row for row in rows if row.server is not None]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ckpt_tui.client import ApiError, Backend, ClientError, resolve_backend
 from ckpt_tui.loader import LogDirSettings
@@ -74,3 +76,22 @@ def describe_client_error(exc: ClientError) -> str:
     said = isinstance(exc, ApiError) and exc.detail and exc.detail not in exc.message
     detail = f" (server said: {exc.detail})" if said else ""
     return f"{exc.message}{detail}"
+
+
+T = TypeVar("T")
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)`, with the result handed back outside the main task.
+
+    On its way out, `asyncio.run` puts back the SIGINT handler, and Python 3.11's `signal`
+    module then formats repr() of the handler it replaces, which holds the main task and so
+    its result: seconds and hundreds of MB for a result of 100,000 checkpoints.
+    """
+    results: list[T] = []
+
+    async def without_result() -> None:
+        results.append(await main)
+
+    asyncio.run(without_result())
+    return results[0]

@@ -15,7 +15,6 @@ from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
-from ckpt_tui.heap import manage_heap
 from ckpt_tui.loader import LogDirSettings
 
 DEMO_OPTIONS = ("readonly", "poll", "storage_rate")
@@ -86,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
 
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
-    manage_heap()  # as `ckpt-tui` does: see ckpt_tui.heap
     app = CkptApp(
         Backend.local(paths.store),
         settings,

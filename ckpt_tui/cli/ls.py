@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
+import sys
 from typing import Any
 
 from ckpt_tui.catalog import RunSummary
@@ -15,11 +14,12 @@ from ckpt_tui.cli.common import (
     describe_client_error,
     fail,
     log_settings_from_args,
+    run_async,
 )
 from ckpt_tui.client import Backend, CheckpointClient, ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
-from ckpt_tui.report import ls_document, table_lines
+from ckpt_tui.report import table_lines, write_ls_json
 
 
 def register(subparsers: Any) -> None:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
     try:
-        snapshot, described = asyncio.run(fetch(backend, log_settings_from_args(args)))
+        snapshot, described = run_async(fetch(backend, log_settings_from_args(args)))
     except ClientError as exc:
         return fail(describe_client_error(exc))
     runs = choose_runs(snapshot, args.run)
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         [snapshot.incomplete, *snapshot.problems] if snapshot.incomplete else snapshot.problems
     )
     if args.json:
-        document = ls_document(described, runs, problems, now, snapshot.complete)
-        print(json.dumps(document, indent=2))
+        sys.stdout.flush()
+        write_ls_json(sys.stdout.buffer, described, runs, problems, now, snapshot.complete)
     else:
         lines = table_lines(runs, now) if snapshot.catalog.runs else [backend.nothing_found()]
         print("\n".join(lines).rstrip())

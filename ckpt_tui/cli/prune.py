@@ -10,8 +10,6 @@ it would delete every unprotected checkpoint, which needs an explicit
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from ckpt_tui.cli.common import (
     describe_client_error,
     fail,
     log_settings_from_args,
+    run_async,
 )
 from ckpt_tui.cli.ls import choose_runs
 from ckpt_tui.client import (
@@ -38,7 +37,7 @@ from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.policy import KeepPolicy, Plan, PolicyError, plan
-from ckpt_tui.policy.report import outcome_lines, plan_document, plan_lines, plural
+from ckpt_tui.policy.report import outcome_lines, plan_lines, plural, write_plan_json
 from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (
@@ -237,7 +236,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         show_plan(snapshot, the_plan, where, rate, args.json, args.yes)
 
     try:
-        result = asyncio.run(prune(backend, log_settings_from_args(args), job, before_acting))
+        result = run_async(prune(backend, log_settings_from_args(args), job, before_acting))
     except UsageError as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
@@ -277,8 +276,9 @@ def show(result: Result, rate: float | None, as_json: bool) -> None:
     """After acting: the JSON document, or the outcome of the deletes (text)."""
     problems = result.snapshot.problems
     if as_json:
-        document = plan_document(result.plan, result.backend, rate, result.outcomes, problems)
-        print(json.dumps(document, indent=2))
+        sys.stdout.flush()
+        plan = result.plan
+        write_plan_json(sys.stdout.buffer, plan, result.backend, rate, result.outcomes, problems)
         return
     count = result.plan.delete_count
     if result.outcomes is None:

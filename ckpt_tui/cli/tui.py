@@ -14,7 +14,6 @@ from ckpt_tui.cli.common import (
 from ckpt_tui.client import ClientError
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
-from ckpt_tui.heap import manage_heap
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +34,5 @@ def run(args: argparse.Namespace) -> int:
         readonly=args.readonly,
         storage_rate=rate,
     )
-    manage_heap()  # a long-lived process holding 100,000-row snapshots: see ckpt_tui.heap
     app.run()
     return 0

@@ -5,15 +5,17 @@ The JSON schema is described in the README; change it only with a new schema ver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
+
+import msgspec
 
 from ckpt_tui.api_types import format_time
 from ckpt_tui.client import Outcome
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.policy.rules import Decision, KeepPolicy, Plan, RunPlan
-from ckpt_tui.report import aligned, opt_time
+from ckpt_tui.report import aligned, opt_time, write_json
 from ckpt_tui.sizes import SizeTotal, format_size, format_total
 
 SCHEMA = "ckpt-tui.prune/1"
@@ -121,22 +123,39 @@ def policy_document(policy: KeepPolicy) -> dict[str, Any]:
     }
 
 
-def decision_document(decision: Decision) -> dict[str, Any]:
+class DecisionDocument(msgspec.Struct, gc=False):
+    """One checkpoint's decision in `prune --json` (fields in document order)."""
+
+    tinker_path: str
+    checkpoint_id: str
+    kind: str
+    state: str
+    step: int | None
+    metrics: Mapping[str, float]
+    size_bytes: int | None
+    size_kind: str
+    created: datetime | None
+    expires_at: datetime | None
+    keep: bool
+    reasons: list[str]
+
+
+def decision_document(decision: Decision) -> DecisionDocument:
     row = decision.row
-    return {
-        "tinker_path": row.tinker_path,
-        "checkpoint_id": row.checkpoint_id,
-        "kind": row.kind,
-        "state": row.state.value,
-        "step": row.step,
-        "metrics": dict(row.metrics),
-        "size_bytes": row.size.bytes,
-        "size_kind": row.size.kind,
-        "created": opt_time(row.created),
-        "expires_at": opt_time(row.expires_at),
-        "keep": decision.keep,
-        "reasons": list(decision.reasons),
-    }
+    return DecisionDocument(
+        row.tinker_path,
+        row.checkpoint_id,
+        row.kind,
+        row.state.value,
+        row.step,
+        row.metrics,
+        row.size.bytes,
+        row.size.kind,
+        row.created,
+        row.expires_at,
+        decision.keep,
+        list(decision.reasons),
+    )
 
 
 def run_document(run: RunPlan, rate: float | None) -> dict[str, Any]:
@@ -160,16 +179,17 @@ def outcome_document(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def plan_document(
+def write_plan_json(
+    out: BinaryIO,
     plan: Plan,
     backend: str,
     rate: float | None,
     outcomes: Sequence[Outcome] | None,
     problems: Sequence[str],
-) -> dict[str, Any]:
-    """The whole `prune --json` answer; `outcomes` is None for a dry run."""
+) -> None:
+    """Write the whole `prune --json` answer to `out`; `outcomes` is None for a dry run."""
     failed = None if outcomes is None else sum(not o.ok for o in outcomes)
-    return {
+    head = {
         "schema": SCHEMA,
         "backend": backend,
         "generated_at": format_time(plan.made_at),
@@ -187,7 +207,9 @@ def plan_document(
             "deleted": None if outcomes is None else len(outcomes) - (failed or 0),
             "failed": failed,
         },
-        "runs": [run_document(run, rate) for run in plan.runs],
+    }
+    tail = {
         "outcomes": None if outcomes is None else [outcome_document(o) for o in outcomes],
         "problems": list(problems),
     }
+    write_json(out, head, ("runs", (run_document(run, rate) for run in plan.runs)), tail)

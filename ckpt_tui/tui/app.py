@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from functools import partial
 from typing import ClassVar
 
 import httpx
-from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
-from ckpt_tui.heap import collect_if_due
 from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
@@ -24,9 +21,6 @@ from ckpt_tui.tui.session_log import SessionLog, state_log_file
 
 DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
-HEAP_CHECK_SECONDS = 30.0
-IDLE_SECONDS = 5.0
-"""No key press or click for this long: a moment's pause will not be felt."""
 FRAMEWORK_TWINS = ("Keys", "Quit")
 """Textual's palette entries that ours already cover."""
 
@@ -68,7 +62,6 @@ class CkptApp(App[None]):
         self._transport = transport
         self._client: CheckpointClient | None = None
         self._client_lock = asyncio.Lock()
-        self.last_input = time.monotonic()
 
     async def get_client(self) -> CheckpointClient:
         """The one client, made on first use (opening a local store can fail: ClientError).
@@ -94,23 +87,6 @@ class CkptApp(App[None]):
         from ckpt_tui.tui.screens.main import MainScreen
 
         return MainScreen()
-
-    def on_mount(self) -> None:
-        self.set_interval(HEAP_CHECK_SECONDS, self.collect_when_idle)
-
-    def collect_when_idle(self) -> None:
-        """The occasional full garbage collection, while nobody is typing (ckpt_tui.heap)."""
-        collect_if_due(idle=self.idle_for(IDLE_SECONDS))
-
-    async def on_event(self, event: events.Event) -> None:
-        """Note when the user last typed or clicked (handling stays with the bindings)."""
-        if isinstance(event, events.InputEvent) and not isinstance(event, events.MouseMove):
-            self.last_input = time.monotonic()
-        await super().on_event(event)
-
-    def idle_for(self, seconds: float) -> bool:
-        """True if the user has not typed or clicked for `seconds`."""
-        return time.monotonic() - self.last_input >= seconds
 
     def running_action(self) -> str | None:
         """What a change still running says it is doing ("Deleting 12 of 40…"), or None."""

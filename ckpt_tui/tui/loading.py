@@ -4,16 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.loader import Snapshot
-from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
+from ckpt_tui.logdirs import METRICS_FILE_NAME, Discovery, LogDir, Metrics, read_metrics
 
 
-def refresh_log_dirs(snapshot: Snapshot) -> bool:
-    """Re-read the log dirs whose checkpoints.jsonl changed; True if any did (blocking I/O)."""
-    changed = [log_dir.refresh() for log_dir in snapshot.discovery.log_dirs]
-    if any(changed):
-        snapshot.rebuild()
-    return any(changed)
+def refresh_log_dirs(snapshot: Snapshot, cache: RowCache) -> Snapshot | None:
+    """A new snapshot with the log dirs whose checkpoints.jsonl changed read again; None if
+    none changed (blocking I/O). `snapshot` and its log dirs stay as they were."""
+    log_dirs = snapshot.discovery.log_dirs
+    fresh = [LogDir(old.path, old.display_name) if old.has_changed() else old for old in log_dirs]
+    if all(new is old for new, old in zip(fresh, log_dirs, strict=True)):
+        return None
+    discovery = Discovery(fresh, snapshot.discovery.problems)
+    return Snapshot.join(
+        snapshot.runs,
+        snapshot.checkpoints,
+        discovery,
+        snapshot.weights_info,
+        cache,
+        snapshot.incomplete,
+    )
 
 
 def refresh_metrics(cache: dict[str, Metrics]) -> bool:

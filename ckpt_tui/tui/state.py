@@ -24,7 +24,6 @@ from ckpt_tui.catalog.query import (
     search_index,
     sort_rows,
 )
-from ckpt_tui.heap import Graveyard
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.substring_index import SubstringIndex
 
@@ -152,13 +151,12 @@ class SortedRows:
     instead of sorting 100,000 rows again on every key.
     """
 
-    def __init__(self, graveyard: Graveyard | None = None) -> None:
+    def __init__(self) -> None:
         # The catalog and every order asked for since it arrived, swapped as one tuple so a
         # warming thread can never file an old catalog's order under a new one. Cycling the
         # sort key or flipping it back then costs nothing (a 100,000-row sort is 10-40 ms of a
         # 50 ms key press).
         self._current: tuple[Catalog | None, Orders] = (None, {})
-        self.graveyard = graveyard or Graveyard()
 
     @staticmethod
     def key_of(catalog: Catalog, state: BrowseState) -> tuple[object, ...]:
@@ -178,7 +176,6 @@ class SortedRows:
         """The orders kept for `catalog`, starting afresh when it is new (UI thread only)."""
         current = self._current
         if current[0] is not catalog:
-            self.graveyard.retire(current)  # ten 100,000-item lists: freed off-frame
             current = self._current = (catalog, {})
         return current[1]
 

@@ -20,7 +20,6 @@ from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.query import Sort, SortKey
 from ckpt_tui.client import ClientError
-from ckpt_tui.heap import Graveyard, keep_long_lived
 from ckpt_tui.loader import Snapshot, backend_problems, load_snapshot
 from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui import render
@@ -107,8 +106,7 @@ class BrowseScreen(Screen[None]):
         marks left then (a change of marks after that clears it)."""
         self.view_counts = ""
         """'12 of 47 match', '3 expiring · 4.2 GiB': computed with the rows, shown in the status."""
-        self.graveyard = Graveyard()
-        self.sorted_rows = SortedRows(self.graveyard)
+        self.sorted_rows = SortedRows()
         self.row_cache = RowCache()
         self.reported_problems: set[str] = set()
 
@@ -228,9 +226,6 @@ class BrowseScreen(Screen[None]):
             self.fetching = False
             self.update_chrome()
 
-    # Workers take no big arguments and have a description: by default Textual describes a
-    # worker with repr() of its arguments, on the UI thread (seconds for 100,000 rows), and a
-    # worker frozen by keep_long_lived() while it runs is never collected, nor its arguments.
     @work(exclusive=True, group="warm", thread=True, description="sort and index the rows")
     def warm_up(self) -> None:
         """Build the current snapshot's search texts and sort orders now, off the UI thread.
@@ -239,14 +234,6 @@ class BrowseScreen(Screen[None]):
         (~150 ms), and each new sort key sorts 100,000 rows inside a key press.
         """
         self.warm(self.catalog)
-        keep_long_lived()  # these orders are 100,000-item lists: see ckpt_tui.heap
-
-    @work(group="release", thread=True, description="free replaced snapshots")
-    def release_replaced(self) -> None:
-        """Free what the last view replaced now, in a thread: while pages arrive, one partial
-        view replaces another four times a second, and a 100,000-row load would otherwise
-        hold them all until it ends."""
-        self.graveyard.bury()
 
     def warm(self, catalog: Catalog | None) -> None:
         if catalog is not None:
@@ -276,15 +263,12 @@ class BrowseScreen(Screen[None]):
 
     def apply_snapshot(self, snapshot: Snapshot) -> None:
         """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
-        if snapshot is not self.snapshot:
-            self.graveyard.retire(self.snapshot)
         self.snapshot = snapshot
         if self.state.run_id is None or snapshot.catalog.run(self.state.run_id) is None:
             self.state.run_id = snapshot.catalog.runs[0].run_id if snapshot.catalog.runs else None
         self.checkpoints_table.empty_message = "No checkpoints here."
         self.runs_table.empty_message = "No runs."
         self.refresh_views()
-        self.call_after_refresh(self.release_replaced)  # after this frame, not during it
 
     def apply_page(self, snapshot: Snapshot) -> None:
         """Show the first load's pages so far."""
@@ -346,10 +330,17 @@ class BrowseScreen(Screen[None]):
         """Re-read training logs that grew (a run writing checkpoints right now), and the
         tail of every metrics.jsonl shown so far (the loss curve is live)."""
         snapshot = self.snapshot
-        if snapshot is not None and not self.fetching and refresh_log_dirs(snapshot):
-            self.app.call_from_thread(self.show_complete, snapshot)  # joined again: new orders
+        if snapshot is not None and not self.fetching:
+            joined = refresh_log_dirs(snapshot, self.row_cache)
+            if joined is not None:
+                self.app.call_from_thread(self.show_newer, snapshot, joined)
         if refresh_metrics(self.ckpt_app.metrics_cache):
             self.app.call_from_thread(self.update_details)
+
+    def show_newer(self, base: Snapshot, snapshot: Snapshot) -> None:
+        """Show `snapshot`, made from `base`, unless another one replaced `base` meanwhile."""
+        if self.snapshot is base:
+            self.show_complete(snapshot)
 
     # --- showing -----------------------------------------------------------------------------
     def refresh_views(self) -> None:

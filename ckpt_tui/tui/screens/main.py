@@ -289,7 +289,7 @@ class MainScreen(BrowseScreen, inherit_bindings=False):
     ) -> Snapshot:
         """`snapshot` as the server now holds it, given the paths it confirmed."""
         checkpoints = patch_checkpoints(snapshot.checkpoints, action, confirmed, now)
-        return Snapshot(
+        return Snapshot.join(
             snapshot.runs, checkpoints, snapshot.discovery, snapshot.weights_info, self.row_cache
         )
 
