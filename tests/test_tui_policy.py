@@ -218,6 +218,9 @@ async def test_shift_k_opens_the_dialog_and_k_still_moves_up(demo: ServedDemo) -
         await pilot.press("K")
         await pilot.pause()
         assert isinstance(app.screen, KeepPolicyScreen)
+        box = app.screen.query_one("#kp-box")
+        assert box.border_title == f"Keep policy on {app.describe_backend()}"
+        assert demo.url.removeprefix("http://") in app.describe_backend()
 
 
 @pytest.mark.parametrize(

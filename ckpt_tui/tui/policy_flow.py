@@ -60,7 +60,12 @@ async def keep_policy_flow(screen: MainScreen) -> None:
     runs, label = policy_scope(screen, catalog)
     app = screen.ckpt_app
     dialog = KeepPolicyScreen(
-        runs, label, app.clock.now(), app.storage_rate, all_runs=list(catalog.runs)
+        runs,
+        label,
+        app.clock.now(),
+        app.storage_rate,
+        all_runs=list(catalog.runs),
+        backend=app.describe_backend(),
     )
     outcome = await app.push_screen_wait(dialog)
     if outcome is not None:

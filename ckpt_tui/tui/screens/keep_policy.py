@@ -103,8 +103,10 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         storage_rate: float | None,
         *,
         all_runs: Sequence[RunSummary] | None = None,
+        backend: str = "",
     ) -> None:
         super().__init__()
+        self.backend = backend
         self.scope_runs = list(runs)
         self.scope_label = scope_label
         self.all_runs = list(all_runs or ())
@@ -118,7 +120,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Vertical(id="kp-box") as box:
-            box.border_title = "Keep policy"
+            box.border_title = f"Keep policy on {self.backend}" if self.backend else "Keep policy"
             with Horizontal(classes="kp-row"):
                 yield Static("", id="kp-scope")
                 if self.can_widen:
