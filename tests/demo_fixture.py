@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.demo import DemoPaths, build_demo
 from ckpt_tui.server import create_app
-from ckpt_tui.store import Store
+from ckpt_tui.store import NotFoundError, Store
 from tests.support.live_server import run_server
 
 
@@ -23,6 +24,14 @@ class ServedDemo:
     url: str
     store: Store
     clock: FixedClock
+
+    def holds(self, row: CheckpointRow) -> bool:
+        """Whether the server still stores the checkpoint of `row`."""
+        try:
+            self.store.get_checkpoint(row.run_id, row.checkpoint_id)
+        except NotFoundError:
+            return False
+        return True
 
 
 @contextmanager

@@ -10,19 +10,10 @@ from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_bytes
-from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
 from tests.tui_support import checkpoints, make_app, screen_of, screen_text, settle, shown
-
-
-def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
-    try:
-        demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
-    except NotFoundError:
-        return False
-    return True
 
 
 def is_public(demo: ServedDemo, row: CheckpointRow) -> bool:
@@ -101,7 +92,7 @@ async def test_delete_cancelled_keeps_the_checkpoint(demo: ServedDemo, key: str)
         assert app.focused is not None and app.focused.id == "delete-cancel"
         await pilot.press(key)
         await settle(pilot)
-        assert stored(demo, row)
+        assert demo.holds(row)
         assert row.tinker_path in {r.tinker_path for r in shown(app)}
 
 
@@ -111,7 +102,7 @@ async def test_delete_confirmed_with_y_is_gone_from_server_and_view(demo: Served
         row = await loaded_on(pilot, app, "full/llama-3b-ft", "000150", "state")
         await pilot.press("d", "y")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
         catalog = screen_of(app).catalog
         assert catalog is not None and row.tinker_path not in catalog.row_by_path  # not missing
         log = app.session_log.entries
@@ -127,13 +118,13 @@ async def test_final_checkpoints_need_the_typed_word(demo: ServedDemo) -> None:
         await pilot.press("tab", "y")  # y on the buttons is not enough
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog"
-        assert stored(demo, row)
+        assert demo.holds(row)
         await pilot.press(*"delet", "enter")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog" and stored(demo, row)
+        assert type(app.screen).__name__ == "DeleteDialog" and demo.holds(row)
         await pilot.press("e", "enter")  # "delete" is now typed
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
 
 
 async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
@@ -150,7 +141,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
         assert type(app.screen).__name__ == "DeleteDialog"
         await pilot.press(*"delete", "enter")
         await settle(pilot)
-        assert not any(stored(demo, r) for r in victims)
+        assert not any(demo.holds(r) for r in victims)
         assert app.session_log.entries[-1].summary == "Deleted 11 of 11"
 
 
@@ -197,11 +188,11 @@ async def test_bulk_delete_with_failures_then_retry(
         failed = {r.tinker_path for r in victims if r.name == "000200"}
         assert checkpoints(app).marks == failed  # failed ones stay marked
         assert set(screen_of(app).failures) == failed  # with their error shown inline
-        assert [stored(demo, r) for r in victims] == [r.name == "000200" for r in victims]
+        assert [demo.holds(r) for r in victims] == [r.name == "000200" for r in victims]
         faulty.fail_names(set())
         await pilot.press("R")
         await settle(pilot)
-        assert not any(stored(demo, r) for r in victims)
+        assert not any(demo.holds(r) for r in victims)
         assert app.session_log.entries[-1].summary == "Deleted 2 of 2"
         assert screen_of(app).failures == {}
 

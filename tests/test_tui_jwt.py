@@ -19,7 +19,7 @@ from ckpt_tui.server.tokens import JwtIssuer
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo, served_demo
 from tests.faulty_app import FaultyApp
-from tests.test_tui_actions import loaded_on, stored
+from tests.test_tui_actions import loaded_on
 from tests.tui_support import screen_of, settle
 
 KEY = "tml-tui-jwt-key"
@@ -78,7 +78,7 @@ async def test_a_session_open_across_several_lifetimes_still_deletes(
             await asyncio.sleep(0.1)
         await pilot.press("d", "y")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
         assert screen_of(app).error is None
         assert [entry.summary for entry in app.session_log.entries] == ["Deleted 1 of 1"]
 

@@ -10,19 +10,10 @@ from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
-from ckpt_tui.store import NotFoundError
 from ckpt_tui.tui.app import CkptApp
 from tests.demo_fixture import ServedDemo
 from tests.faulty_app import FaultyApp
 from tests.tui_support import checkpoints, make_app, runs, screen_of, screen_text, settle
-
-
-def stored(demo: ServedDemo, row: CheckpointRow) -> bool:
-    try:
-        demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
-    except NotFoundError:
-        return False
-    return True
 
 
 def highlighted(app: CkptApp) -> CheckpointRow:
@@ -52,11 +43,11 @@ async def test_typing_delete_in_the_dialog_deletes_and_nothing_else(demo: Served
         await pilot.press(*"delet")
         await pilot.pause()
         assert type(app.screen).__name__ == "DeleteDialog"  # no letter closed it
-        assert stored(demo, row)
+        assert demo.holds(row)
         assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at == before
         await pilot.press("e", "enter")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
         assert type(app.screen).__name__ == "MainScreen"  # no TTL dialog opened behind it
         assert [entry.action for entry in app.session_log.entries] == ["delete"]
 
@@ -79,7 +70,7 @@ async def test_tab_reaches_the_word_box_and_letters_on_buttons_do_not_type(
         assert app.focused is not None and app.focused.id == "delete-word"  # tab came round
         await pilot.press(*"delete", "enter")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
 
 
 async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> None:
@@ -89,7 +80,7 @@ async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> Non
         row = await onto_llama_3b_final_state(pilot, app)
         await pilot.press("d", *"delete", "enter")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
         assert type(app.screen).__name__ == "MainScreen"
         assert screen_of(app).running is None
 
@@ -233,8 +224,8 @@ async def test_the_session_log_names_each_checkpoint_and_is_kept_in_a_file(
         assert checkpoints(app).marks == {row.tinker_path for row in marked}
         await pilot.press("d", "y")
         await settle(pilot)
-        gone = [row for row in marked if not stored(demo, row)]
-        failed = [row for row in marked if stored(demo, row)]
+        gone = [row for row in marked if not demo.holds(row)]
+        failed = [row for row in marked if demo.holds(row)]
         assert [row.name for row in failed] == ["000100"] and len(gone) == 2
         await pilot.press("L")
         await pilot.pause()
@@ -263,7 +254,7 @@ async def test_a_deleted_checkpoint_is_not_missing_and_the_cursor_stays(demo: Se
         following = checkpoints(app).rows[3]
         await pilot.press("d", "y")
         await settle(pilot)
-        assert not stored(demo, row)
+        assert not demo.holds(row)
         table = checkpoints(app)
         assert table.cursor_row == 2 and highlighted(app).tinker_path == following.tinker_path
         for _ in range(2):  # as the delete left it, then after a refresh from the server
