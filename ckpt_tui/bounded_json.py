@@ -16,6 +16,7 @@ import json
 import math
 import re
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, NoReturn
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -67,6 +68,15 @@ def parse_json(data: bytes, name: str) -> Any:
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise BadJsonError(f"{name} is not valid JSON: {exc}") from None
     return value
+
+
+def read_json_file(path: Path) -> Any:
+    """The JSON value in file `path`, read up to `MAX_JSON_BYTES`; OSError or BadJsonError."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise BadJsonError(f"{path.name} is over the {MAX_JSON_BYTES} byte limit")
+    return parse_json(data, path.name)
 
 
 def _int(text: str) -> int:

@@ -11,7 +11,6 @@ Nothing here raises on bad files: problems are collected so a UI can show them.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckpt_tui.bounded_json import parse_json, read_json_file
 from ckpt_tui.records import (
     CHECKPOINTS_FILE_NAME,
     FileStamp,
@@ -64,10 +64,10 @@ class RunConfig:
 def read_run_config(path: Path) -> RunConfig:
     """Read `config.json`; a missing or bad file gives a RunConfig with `error` set."""
     try:
-        raw = json.loads(path.read_bytes().decode("utf-8"))
+        raw = read_json_file(path)  # hostile input: bounded like the store's files
     except FileNotFoundError:
         return RunConfig(error="no config.json")
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError) as exc:
         return RunConfig(error=f"cannot read {path.name}: {exc}")
     if not isinstance(raw, dict):
         return RunConfig(error=f"{path.name} is not a JSON object")
@@ -165,7 +165,7 @@ def _complete_lines(data: bytes) -> bytes:
     if not tail.strip():
         return data
     try:
-        json.loads(tail)
+        parse_json(tail, METRICS_FILE_NAME)  # bounded: a deep unfinished line must not recurse
     except ValueError:
         return data[:cut]
     return data

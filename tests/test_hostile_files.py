@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
-from ckpt_tui.bounded_json import MAX_JSON_DEPTH
+from ckpt_tui.bounded_json import MAX_JSON_BYTES, MAX_JSON_DEPTH
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
+from ckpt_tui.sizes import SafetensorsHeaderError
+from ckpt_tui.sizes.safetensors_header import read_sharded
 from ckpt_tui.store import Store, core
 from ckpt_tui.store.discover import Discovery, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
@@ -152,6 +154,14 @@ def test_a_safetensors_shape_too_large_for_a_float_is_a_problem(
     with Store.open(tmp_path / "store", clock) as store:
         (checkpoint,) = store.list_checkpoints()[0]
     assert "is too large" in (checkpoint.user_metadata or {})["unreadable"]
+
+
+def test_an_index_over_the_byte_bound_is_not_read_whole(tmp_path: Path) -> None:
+    """A valid index padded past MAX_JSON_BYTES is refused, not read into memory and parsed."""
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_bytes(b'{"weight_map": {}}' + b" " * MAX_JSON_BYTES)
+    with pytest.raises(SafetensorsHeaderError, match="byte limit"):
+        read_sharded(index)
 
 
 def test_a_dcp_metadata_past_the_opcode_bound_still_shows_optimizer_state(

@@ -35,3 +35,11 @@ def test_a_rewritten_file_is_read_from_the_start(tmp_path: Path) -> None:
     first = read_metrics(path)
     path.write_text('{"step": 1, "loss": 9.0}\n')
     assert read_metrics(path, first).series["loss"] == [(1, 9.0)]
+
+
+def test_a_deep_unfinished_last_line_is_held_back_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"step": 1, "loss": 1.0}\n' + b"[" * 100_000)
+    metrics = read_metrics(path)
+    assert metrics.series["loss"] == [(1, 1.0)]
+    assert metrics.skipped == []

@@ -143,6 +143,19 @@ def test_bad_or_missing_config_is_reported_not_raised(tmp_path: Path) -> None:
     assert log_dir.config.error is not None and "not a JSON object" in log_dir.config.error
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("[" * 100_000, "nests arrays or objects"), ('{"lora_rank": 1e999}', "not valid JSON")],
+    ids=["deep", "infinite"],
+)
+def test_a_hostile_config_is_a_bounded_error(tmp_path: Path, text: str, reason: str) -> None:
+    run = make_run(tmp_path / "r")
+    (run / "config.json").write_text(text)
+    config = discover_log_dirs([run], None).log_dirs[0].config
+    assert config.error is not None and reason in config.error
+    assert config.lora_rank is None and config.raw == {}
+
+
 def test_metrics_series_by_step(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
     lines = [

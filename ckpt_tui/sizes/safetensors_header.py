@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ckpt_tui.bounded_json import BadJsonError, parse_json
+from ckpt_tui.bounded_json import BadJsonError, parse_json, read_json_file
 
 MAX_HEADER_BYTES = 100_000_000
 MAX_DIMS = 32
@@ -236,7 +236,7 @@ def combine(summaries: Iterable[SafetensorsSummary]) -> SafetensorsSummary:
 def _shard_map(index_path: Path) -> dict[str, list[str]]:
     """shard file name -> tensor names, from an index's `weight_map`."""
     try:
-        index = parse_json(index_path.read_bytes(), index_path.name)
+        index = read_json_file(index_path)
     except (OSError, ValueError) as exc:
         raise SafetensorsHeaderError(index_path, f"cannot read index: {exc}") from exc
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
