@@ -102,10 +102,11 @@ def make_row(
     ckpt: Checkpoint | None,
     ref: RecordRef | None,
     size: Size,
+    backend: str = "",
 ) -> CheckpointRow:
     """One checkpoint's row: the server's facts, its training-log record, and its size.
 
-    `path` is (run id, checkpoint id, tinker path, type).
+    `path` is (run id, checkpoint id, tinker path, type); `backend` names where it is stored.
     """
     run_id, checkpoint_id, tinker_path, checkpoint_type = path
     metadata = ckpt.user_metadata if ckpt is not None else None
@@ -155,6 +156,7 @@ def make_row(
         expires_at,
         f"{run_name.lower()}\x00{name.lower()}",
         search_text(run_name, tinker_path, metadata, record),
+        backend,
     )
 
 
@@ -250,9 +252,12 @@ class RowCache:
     While pages arrive the view is re-joined a few times a second, and a poll re-joins it all
     again; reusing unchanged rows makes that a dictionary lookup per row instead of a new row.
     An estimated size is part of the inputs, since calibration depends on the rest of the run.
+
+    One cache serves one backend: `backend` is the name its rows and runs carry.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str = "") -> None:
+        self.backend = backend
         self._old: Mapping[str, CheckpointRow] = {}
         self.deleted_here: set[str] = set()
         """Paths this client deleted: a training log naming one does not make it "missing"
@@ -282,7 +287,7 @@ class RowCache:
                 size = Size.partial(size_bytes)
             else:
                 size = Size.exact(size_bytes)
-            row = make_row(run_name, path, ckpt, ref, size)
+            row = make_row(run_name, path, ckpt, ref, size, self.backend)
         return row
 
     def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
@@ -290,7 +295,7 @@ class RowCache:
         row = self._old.get(text)
         if row is None or row.run_name != run_name or row.server is not None or row.ref != ref:
             path = parts_of(TinkerPath.parse(text))
-            row = make_row(run_name, path, None, ref, RunSizer.unknown_missing())
+            row = make_row(run_name, path, None, ref, RunSizer.unknown_missing(), self.backend)
         return row
 
     def keep(self, catalog: Catalog) -> None:
@@ -338,6 +343,7 @@ def summarize_run(
         log_dir=log_dir,
         rows=rows,
         metric_keys=metric_keys(rows),
+        backend=cache.backend,
     )
 
 

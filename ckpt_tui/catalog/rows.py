@@ -74,6 +74,14 @@ class CheckpointRow(msgspec.Struct, frozen=True, gc=False, eq=False):
     """Sort key for the name sort: run name, then checkpoint name, ignoring case."""
     haystack: str
     """Lowercased text a filter searches: run, path, user metadata and record extras."""
+    backend: str = ""
+    """The name of the backend that holds it ("" when only one is open and it has no name).
+    A row's identity across backends is `key`: (backend, tinker path)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(backend name, tinker path): what names this row among every backend's rows."""
+        return (self.backend, self.tinker_path)
 
     @property
     def record(self) -> CheckpointRecord | None:
@@ -156,6 +164,13 @@ class RunSummary(msgspec.Struct, frozen=True, gc=False):
     log_dir: LogDir | None
     rows: list[CheckpointRow] = msgspec.field(default_factory=list)
     metric_keys: list[str] = msgspec.field(default_factory=list)
+    backend: str = ""
+    """The name of the backend that holds the run (see `CheckpointRow.backend`)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(backend name, run id): what names this run among every backend's runs."""
+        return (self.backend, self.run_id)
 
     @property
     def stored_rows(self) -> list[CheckpointRow]:

@@ -9,6 +9,7 @@ from ckpt_tui.sizes.core import (
     format_bytes,
     format_size,
     format_total,
+    sum_totals,
     total,
     totals_by,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "read_header_from",
     "read_safetensors_header",
     "read_sharded",
+    "sum_totals",
     "summarize_folder",
     "total",
     "totals_by",

@@ -98,6 +98,18 @@ def total(sizes: Iterable[Size]) -> SizeTotal:
     )
 
 
+def sum_totals(totals: Iterable[SizeTotal]) -> SizeTotal:
+    """Totals added up (e.g. every backend's), as `total` would count their parts together."""
+    parts = list(totals)
+    return SizeTotal(
+        sum(part.bytes for part in parts),
+        sum(part.part_count for part in parts),
+        sum(part.estimate_count for part in parts),
+        sum(part.unknown_count for part in parts),
+        sum(part.partial_count for part in parts),
+    )
+
+
 def totals_by(items: Iterable[tuple[K, Size]]) -> dict[K, SizeTotal]:
     """One total per key (e.g. per run id), keys in first-seen order."""
     groups: dict[K, list[Size]] = {}

@@ -1,0 +1,23 @@
+"""A backend with the client that talks to it: what the command line builds and hands on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckpt_tui.backends.descriptor import Backend
+from ckpt_tui.client import CheckpointClient
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One open backend: its description and its own client (one client per backend).
+
+    Whoever builds it (the command line) closes it: `await connection.client.aclose()`.
+    """
+
+    backend: Backend
+    client: CheckpointClient
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
