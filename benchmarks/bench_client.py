@@ -5,7 +5,7 @@
 
 Builds a store of runs x per-run checkpoints (folders written straight to disk, as
 bench_server.py does), serves it with a real uvicorn server in a separate process through
-tests/faulty_app.py with `--latency` seconds added to every request (a distant server), then
+tests/support/faulty_app.py with `--latency` seconds added to every request (a distant server), then
 times `CheckpointClient.list_all_checkpoints` against a sequential loop over offsets with the
 same page size (what `tinker checkpoint list --limit=0` does). One untimed load first warms the
 server (its first answers encode every checkpoint once; that cold time is printed too), then
@@ -33,7 +33,7 @@ from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.client.client import PAGE_CONCURRENCY
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
-from tests.faulty_app import FaultyApp
+from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import run_server
 
 

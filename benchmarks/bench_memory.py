@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import Backend
-from ckpt_tui.loader import LogDirSettings
 from ckpt_tui.tui.app import CkptApp
 
 

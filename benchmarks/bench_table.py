@@ -25,7 +25,7 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import DataTable
 
-from ckpt_tui.substring_index import SubstringIndex
+from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.tui.widgets import Cell, Column, FastTable
 
 SIZES = (1_000, 10_000, 100_000)

@@ -41,12 +41,12 @@ from textual.strip import Strip
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
 from ckpt_tui.client.paging import OnPage
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.loader import LogDirSettings, Snapshot, joined, load_snapshot
-from ckpt_tui.logdirs import Discovery
 from ckpt_tui.store import Store
+from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable

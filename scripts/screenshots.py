@@ -27,8 +27,8 @@ from textual.widgets import Input  # noqa: E402
 
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
-from tests.faulty_app import FaultyApp  # noqa: E402
-from tests.tui_support import checkpoints, pictured_demo, runs, screen_of, settle  # noqa: E402
+from tests.support.faulty_app import FaultyApp  # noqa: E402
+from tests.support.tui import checkpoints, pictured_demo, runs, screen_of, settle  # noqa: E402
 
 Scene = Callable[[Pilot[None]], Awaitable[None]]
 BIG = (120, 36)

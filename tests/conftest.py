@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ckpt_tui.api_types import format_time
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
-from tests.demo_fixture import ServedDemo, served_demo
-from tests.faulty_app import FaultyApp
+from tests.support.clock import T0
+from tests.support.demo_fixture import ServedDemo, served_demo
+from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import run_server
-
-T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +24,23 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(folder))
     return folder
+
+
+@pytest.fixture
+def quiet_environment(tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For commands run in-process: no real credentials, runs dir, storage rate or read-only
+    switch from the person running the tests; "now" is the tests' clock."""
+    for name in (
+        "TINKER_API_KEY",
+        "TINKER_BASE_URL",
+        "TINKER_CREDENTIAL_CMD",
+        "CKPT_TUI_STORAGE_RATE",
+        "CKPT_TUI_READONLY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "no-runs"))
+    monkeypatch.setenv("CKPT_TUI_NOW", format_time(clock.now()))
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import msgspec
 
 from ckpt_tui.backends.descriptor import RATE_DEFAULT, Backend, RateSource
 from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.cost import MonthlyCost, monthly_cost
-from ckpt_tui.loader import Snapshot
 from ckpt_tui.sizes import SizeTotal, sum_totals
 
 NO_SIZE = SizeTotal(0, 0, 0, 0)

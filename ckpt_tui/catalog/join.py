@@ -30,9 +30,9 @@ from ckpt_tui.catalog.rows import (
     stored_only,
 )
 from ckpt_tui.catalog.sizing import RunSizer
-from ckpt_tui.logdirs import LogDir
-from ckpt_tui.records import last_checkpoint, record_paths
 from ckpt_tui.sizes import Size, SizeTotal, total
+from ckpt_tui.training.logdirs import LogDir
+from ckpt_tui.training.records import last_checkpoint, record_paths
 
 NOT_METRICS = frozenset(
     {"step", "batch", "epoch", "global_step", "params", "lora_rank", "lora_alpha", "shards",

@@ -10,7 +10,7 @@ from operator import attrgetter, is_not, methodcaller, not_
 from typing import Literal
 
 from ckpt_tui.catalog.rows import CheckpointRow
-from ckpt_tui.substring_index import SubstringIndex
+from ckpt_tui.catalog.substring_index import SubstringIndex
 
 SortKey = Literal["created", "size", "expiry", "name", "metric"]
 SORT_KEYS: tuple[SortKey, ...] = ("created", "size", "expiry", "name", "metric")

@@ -10,9 +10,9 @@ from enum import Enum
 import msgspec
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, TrainingRun
-from ckpt_tui.logdirs import LogDir
-from ckpt_tui.records import CheckpointRecord
 from ckpt_tui.sizes import Size, SizeTotal, total
+from ckpt_tui.training.logdirs import LogDir
+from ckpt_tui.training.records import CheckpointRecord
 
 
 class RowState(str, Enum):

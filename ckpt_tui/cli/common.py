@@ -10,8 +10,8 @@ from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import ApiError, Backend, ClientError, resolve_backend
-from ckpt_tui.loader import LogDirSettings
 
 NO_BACKEND_MESSAGE = """\
 ckpt-tui: no backend configured. Any one of these gives it one:

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
-from ckpt_tui.loader import LogDirSettings
 
 DEMO_OPTIONS = ("readonly", "poll", "storage_rate")
 """The app's own options; the demo picks its backend and logs itself."""

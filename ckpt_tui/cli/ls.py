@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ckpt_tui.catalog import RunSummary
+from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import (
     NoBackendError,
@@ -16,10 +17,9 @@ from ckpt_tui.cli.common import (
     log_settings_from_args,
     run_async,
 )
+from ckpt_tui.cli.documents.listing import table_lines, write_ls_json
 from ckpt_tui.client import Backend, CheckpointClient, ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
-from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
-from ckpt_tui.report import table_lines, write_ls_json
 
 
 def register(subparsers: Any) -> None:

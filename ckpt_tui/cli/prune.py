@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
+from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import (
     NoBackendError,
@@ -25,6 +26,7 @@ from ckpt_tui.cli.common import (
     log_settings_from_args,
     run_async,
 )
+from ckpt_tui.cli.documents.prune_plan import outcome_lines, plan_lines, plural, write_plan_json
 from ckpt_tui.cli.ls import choose_runs
 from ckpt_tui.client import (
     Backend,
@@ -35,9 +37,7 @@ from ckpt_tui.client import (
 )
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
-from ckpt_tui.loader import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.policy import KeepPolicy, Plan, PolicyError, plan
-from ckpt_tui.policy.report import outcome_lines, plan_lines, plural, write_plan_json
 from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (

@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from ckpt_tui.server.auth import AuthMiddleware
-from ckpt_tui.server.errors import http_exception_handler, internal_error_handler
+from ckpt_tui.server.error_responses import http_exception_handler, internal_error_handler
 from ckpt_tui.server.routes import ROUTES
 from ckpt_tui.server.sweeper import sweeping_lifespan
 from ckpt_tui.server.tokens import JwtIssuer

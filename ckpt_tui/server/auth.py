@@ -19,7 +19,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ckpt_tui.server.errors import error_response
+from ckpt_tui.server.error_responses import error_response
 from ckpt_tui.server.tokens import JwtIssuer
 
 OPEN_PATHS = frozenset({"/api/v1/healthz"})

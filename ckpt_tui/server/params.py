@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 
 from ckpt_tui.api_types import TinkerPath
-from ckpt_tui.names import check_run_id, split_checkpoint_id
-from ckpt_tui.server.errors import ApiError
+from ckpt_tui.server.error_responses import ApiError
+from ckpt_tui.store.names import check_run_id, split_checkpoint_id
 
 MAX_LIMIT = 10_000
 """Largest page the server returns; a larger `limit` is cut to this (the cursor says so)."""

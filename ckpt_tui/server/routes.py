@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from ckpt_tui.api_types import CheckpointsPage, Cursor, TrainingRunsPage
 from ckpt_tui.server.encoding import json_response
-from ckpt_tui.server.errors import ApiError, guarded
+from ckpt_tui.server.error_responses import ApiError, guarded
 from ckpt_tui.server.params import (
     check_access_scope,
     parse_page,

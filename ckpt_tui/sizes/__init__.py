@@ -2,17 +2,6 @@
 
 from __future__ import annotations
 
-from ckpt_tui.sizes.core import (
-    Size,
-    SizeKind,
-    SizeTotal,
-    format_bytes,
-    format_size,
-    format_total,
-    sum_totals,
-    total,
-    totals_by,
-)
 from ckpt_tui.sizes.estimate import (
     LoraTargets,
     ModelDims,
@@ -32,6 +21,17 @@ from ckpt_tui.sizes.safetensors_header import (
     read_safetensors_header,
     read_sharded,
     summarize_folder,
+)
+from ckpt_tui.sizes.size import (
+    Size,
+    SizeKind,
+    SizeTotal,
+    format_bytes,
+    format_size,
+    format_total,
+    sum_totals,
+    total,
+    totals_by,
 )
 
 __all__ = [

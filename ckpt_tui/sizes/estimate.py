@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from ckpt_tui.api_types import CheckpointType, WeightsInfo
-from ckpt_tui.sizes.core import Size
+from ckpt_tui.sizes.size import Size
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 
 from ckpt_tui.api_types import SEGMENT_TO_TYPE
-from ckpt_tui.names import UnsafeNameError, check_name, check_run_id, split_checkpoint_id
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id, split_checkpoint_id
 from ckpt_tui.store.settle import look_at
 
 RUNS_DIR = "runs"

@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckpt_tui.names import UnsafeNameError, check_name, check_run_id
 from ckpt_tui.store.discover import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.files import list_dir
 from ckpt_tui.store.discover.runs import mark_flags
@@ -20,6 +19,7 @@ from ckpt_tui.store.discover.weights import folder_weights
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
 from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row
+from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id
 from ckpt_tui.store.runinfo import read_run_info
 from ckpt_tui.store.settle import (
     FilesLook,

@@ -12,10 +12,10 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
-from ckpt_tui.loader import LogDirSettings
-from ckpt_tui.logdirs import Metrics
+from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
 from ckpt_tui.tui.session_log import SessionLog, state_log_file
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ckpt_tui.catalog import Catalog, RunSummary
 from ckpt_tui.ttl import format_duration
-from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT, BulkAction
+from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
 

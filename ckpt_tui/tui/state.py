@@ -24,8 +24,8 @@ from ckpt_tui.catalog.query import (
     search_index,
     sort_rows,
 )
+from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.sizes import format_total, total
-from ckpt_tui.substring_index import SubstringIndex
 
 RunSortKey = Literal["size", "newest", "expiry", "name"]
 RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")

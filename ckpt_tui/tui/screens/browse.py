@@ -19,12 +19,12 @@ from textual.widgets import Footer, Input, Static
 from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.query import Sort, SortKey
+from ckpt_tui.catalog.snapshot import Snapshot, backend_problems, load_snapshot
 from ckpt_tui.client import ClientError
-from ckpt_tui.loader import Snapshot, backend_problems, load_snapshot
-from ckpt_tui.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
+from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import BROWSE_COMMANDS, bindings
-from ckpt_tui.tui.loading import refresh_log_dirs, refresh_metrics
+from ckpt_tui.tui.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.state import (
     BrowseState,
     RunSort,

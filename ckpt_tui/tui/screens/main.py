@@ -17,15 +17,15 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from ckpt_tui.catalog import CheckpointRow, stored_only
+from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome
-from ckpt_tui.loader import Snapshot
-from ckpt_tui.tui.bulk import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
+from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
 from ckpt_tui.tui.commands import ACTION_COMMANDS, bindings, change_keys
 from ckpt_tui.tui.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
-from ckpt_tui.tui.screens.session_log import SessionLogScreen
+from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
 from ckpt_tui.tui.session_log import LogEntry, LogItem
 from ckpt_tui.tui.widgets import Cell

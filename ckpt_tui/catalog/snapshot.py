@@ -1,0 +1,241 @@
+"""Loading a whole snapshot: a backend's runs and checkpoints joined with the training logs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+
+import msgspec
+
+from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
+from ckpt_tui.catalog import Catalog, build_catalog
+from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.client import CheckpointClient, ClientError
+from ckpt_tui.client.paging import Page, unique_by
+from ckpt_tui.training.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs
+from ckpt_tui.training.records import record_paths
+
+Progress = Callable[[int, int], None]
+PARTIAL_EVERY = 0.25
+"""Seconds between partial snapshots while pages arrive (each one re-joins every row)."""
+WEIGHTS_INFO_CONCURRENCY = 8
+UNREADABLE = "unreadable"
+"""The user_metadata key in which `ckpt-tui serve` says why a checkpoint cannot be read."""
+
+
+@dataclass(frozen=True)
+class LogDirSettings:
+    """Where to look for training logs: `--log-dir` folders, plus the cookbook's runs root."""
+
+    explicit: tuple[Path, ...] = ()
+    runs_root: Path | None = None
+
+    @classmethod
+    def from_args(
+        cls, log_dirs: Sequence[str | Path], environ: Mapping[str, str] | None = None
+    ) -> LogDirSettings:
+        env = os.environ if environ is None else environ
+        return cls(tuple(Path(p) for p in log_dirs), default_runs_root(env))
+
+    def nothing_found(self) -> str:
+        """What to say when no log dir was found: where it looked and how to add one."""
+        looked = [*self.explicit, *([self.runs_root] if self.runs_root else [])]
+        where = f"looked in {', '.join(map(str, looked))}" if looked else "no log dir given"
+        return (
+            f"no training logs found ({where}): add --log-dir DIR or set "
+            "TINKER_COOKBOOK_RUNS_DIR to join checkpoints with their checkpoints.jsonl"
+        )
+
+    def discover(self) -> Discovery:
+        """Scan for log dirs (blocking file I/O: run it in a thread from async code)."""
+        return discover_log_dirs(list(self.explicit), self.runs_root)
+
+
+class Snapshot(msgspec.Struct, frozen=True, weakref=True):
+    """What the server and the logs said at one moment, joined.
+
+    Immutable: a refresh, a change in the training logs or a finished action makes a new
+    snapshot (`Snapshot.join`), which shares the rows that did not change.
+    """
+
+    runs: list[TrainingRun]
+    checkpoints: list[Checkpoint]
+    discovery: Discovery
+    weights_info: dict[str, WeightsInfo]
+    catalog: Catalog
+    incomplete: str = ""
+    """Why the server's lists could not be read whole; "" when they were. An incomplete
+    snapshot marks nothing missing, and no keep policy may plan deletions on it."""
+
+    @classmethod
+    def join(
+        cls,
+        runs: list[TrainingRun],
+        checkpoints: list[Checkpoint],
+        discovery: Discovery,
+        weights_info: dict[str, WeightsInfo] | None = None,
+        cache: RowCache | None = None,
+        incomplete: str = "",
+    ) -> Snapshot:
+        """Join runs, checkpoints and log dirs (pass the last join's `cache` to reuse rows)."""
+        infos = weights_info or {}
+        catalog = build_catalog(
+            runs, checkpoints, discovery.log_dirs, infos, cache, complete=not incomplete
+        )
+        # Rows reused from the last join keep the equal checkpoint objects they were built
+        # with; holding the new copies too would keep 100,000 of them twice.
+        kept = [row.server for row in catalog.stored_rows if row.server is not None]
+        return cls(runs, kept, discovery, infos, catalog, incomplete)
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
+
+    @property
+    def problems(self) -> list[str]:
+        found = [f"{problem.path}: {problem.message}" for problem in self.discovery.problems]
+        return found + self.catalog.problems + backend_problems(self.runs, self.checkpoints)
+
+
+def backend_problems(runs: Sequence[TrainingRun], checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """What the backend could not read: a run's run.json, a checkpoint's files (`unreadable`)."""
+    found = [
+        f"training run {run.training_run_id}: run.json is missing or unreadable"
+        for run in runs
+        if run.corrupted
+    ]
+    for ckpt in checkpoints:
+        reason = (ckpt.user_metadata or {}).get(UNREADABLE)
+        if reason:
+            found.append(f"{ckpt.tinker_path}: {reason}")
+    return found
+
+
+async def fetch_weights_info(
+    client: CheckpointClient, checkpoints: Sequence[Checkpoint]
+) -> dict[str, WeightsInfo]:
+    """One `weights_info` per run that has checkpoints of unknown size (for estimates).
+
+    A failure leaves that run to the facts in its TrainingRun; estimates are best effort.
+    """
+    first_unsized: dict[str, Checkpoint] = {}
+    for ckpt in checkpoints:
+        if ckpt.size_bytes is None:
+            first_unsized.setdefault(ckpt.run_id, ckpt)
+    gate = asyncio.Semaphore(WEIGHTS_INFO_CONCURRENCY)
+
+    async def one(ckpt: Checkpoint) -> tuple[str, WeightsInfo | None]:
+        async with gate:
+            try:
+                return ckpt.run_id, await client.weights_info(ckpt)
+            except ClientError:
+                return ckpt.run_id, None
+
+    found = await asyncio.gather(*(one(ckpt) for ckpt in first_unsized.values()))
+    return {run_id: info for run_id, info in found if info is not None}
+
+
+def unique_checkpoints(items: list[Checkpoint]) -> list[Checkpoint]:
+    """One per tinker path: pages may overlap if the list shifted while they were fetched.
+
+    The join orders rows itself, so the list keeps the order the pages came in.
+    """
+    return unique_by(items, attrgetter("tinker_path"))
+
+
+async def load_snapshot(
+    client: CheckpointClient,
+    settings: LogDirSettings,
+    on_progress: Progress | None = None,
+    on_partial: Callable[[Snapshot], None] | None = None,
+    cache: RowCache | None = None,
+) -> Snapshot:
+    """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
+
+    With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
+    first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
+    shares `cache`, so each re-join only builds rows for what is new.
+    """
+    cache = cache or RowCache()
+    discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+    project = client.backend.project
+    try:
+        run_listing = await client.read_all_training_runs(project_id=project)
+        runs = run_listing.items
+        in_project = InProject(runs) if project is not None else None
+        checkpoints: list[Checkpoint] = []
+        reading = 1
+        last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+
+        async def arrived(page: Page[Checkpoint]) -> None:
+            nonlocal reading, last_partial
+            if page.read != reading:  # the list changed: it is being read again
+                reading = page.read
+                checkpoints.clear()
+            items = page.items if in_project is None else in_project.checkpoints(page.items)
+            checkpoints.extend(items)
+            if on_progress is not None:
+                on_progress(len(checkpoints), max(page.total, len(checkpoints)))
+            if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+                discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+                discovery = discovery if in_project is None else in_project.discovery(discovery)
+                on_partial(await joined(runs, checkpoints, discovery, {}, cache))
+                last_partial = time.monotonic()
+
+        listing = await client.read_all_checkpoints(on_page=arrived)
+        infos = await fetch_weights_info(client, checkpoints)
+        discovery = await discovery_task
+        discovery = discovery if in_project is None else in_project.discovery(discovery)
+    except BaseException:
+        discovery_task.cancel()
+        raise
+    incomplete = "; ".join(
+        f"{what} is incomplete: {part.problem}"
+        for what, part in (("the list of runs", run_listing), ("the list of checkpoints", listing))
+        if not part.complete
+    )
+    kept = listing.items if in_project is None else in_project.checkpoints(listing.items)
+    return await joined(runs, kept, discovery, infos, cache, incomplete)
+
+
+class InProject:
+    """With `--project`: only the project's runs, their checkpoints, and the log dirs that name
+    them (`/checkpoints` lists every project's; a log dir names no project, only runs)."""
+
+    def __init__(self, runs: Sequence[TrainingRun]) -> None:
+        self.run_ids = frozenset(run.training_run_id for run in runs)
+
+    def checkpoints(self, items: Sequence[Checkpoint]) -> list[Checkpoint]:
+        return [checkpoint for checkpoint in items if checkpoint.run_id in self.run_ids]
+
+    def discovery(self, found: Discovery) -> Discovery:
+        kept = [log_dir for log_dir in found.log_dirs if self.names_a_run(log_dir)]
+        return Discovery(kept, found.problems)
+
+    def names_a_run(self, log_dir: LogDir) -> bool:
+        records = log_dir.records_file.records if log_dir.records_file else []
+        for record in records:
+            paths = record_paths(record)
+            for path in (paths.state, paths.sampler):
+                if path is not None and path.run_id in self.run_ids:
+                    return True
+        return False
+
+
+async def joined(
+    runs: list[TrainingRun],
+    checkpoints: list[Checkpoint],
+    discovery: Discovery,
+    infos: dict[str, WeightsInfo],
+    cache: RowCache,
+    incomplete: str = "",
+) -> Snapshot:
+    """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
+    return await asyncio.to_thread(
+        Snapshot.join, runs, unique_checkpoints(checkpoints), discovery, infos, cache, incomplete
+    )

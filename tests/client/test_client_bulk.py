@@ -1,0 +1,119 @@
+"""Bulk operations: bounded, ordered, one outcome per item, never stopping at a failure."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from ckpt_tui.api_types import Checkpoint
+from ckpt_tui.client import (
+    Backend,
+    CheckpointClient,
+    CheckpointRef,
+    Outcome,
+    RetryPolicy,
+    extended_ttl,
+)
+from ckpt_tui.clock import FixedClock
+from ckpt_tui.store import Store
+from tests.support.faulty_app import FaultyApp, RecordedSleeps
+from tests.support.live_server import run_server
+
+
+@pytest.fixture
+async def client(faulty: FaultyApp) -> AsyncIterator[CheckpointClient]:
+    policy = RetryPolicy(max_attempts=2, sleep=RecordedSleeps())
+    with run_server(faulty) as url:
+        async with CheckpointClient(Backend.remote(url), retry=policy) as opened:
+            yield opened
+
+
+def live_paths(store: Store) -> list[str]:
+    return [c.tinker_path for c in store.list_checkpoints(0, 1000)[0]]
+
+
+def ids(path: str) -> tuple[str, str]:
+    run_id, checkpoint_id = path.removeprefix("tinker://").split("/", 1)
+    return run_id, checkpoint_id
+
+
+async def test_bulk_delete_with_some_failures(
+    client: CheckpointClient, faulty: FaultyApp, store: Store, made: list[str]
+) -> None:
+    faulty.fail_names({"0001"})  # one checkpoint in each of the 3 runs always fails
+    progress: list[tuple[int, int, Outcome]] = []
+    outcomes = await client.bulk_delete(
+        made, concurrency=4, on_progress=lambda d, t, o: progress.append((d, t, o))
+    )
+    assert [o.target for o in outcomes] == made
+    failed = [o.target for o in outcomes if not o.ok]
+    assert failed == [p for p in made if p.endswith("/0001")]
+    assert len(failed) == 3
+    for outcome in outcomes:
+        if not outcome.ok:
+            assert outcome.status == 500
+            assert "injected failure for checkpoint 0001" in outcome.message
+    assert sorted(live_paths(store)) == sorted(failed)
+    assert [d for d, _, _ in progress] == list(range(1, len(made) + 1))
+    assert {t for _, t, _ in progress} == {len(made)}
+
+
+async def test_bad_refs_become_outcomes_not_exceptions(
+    client: CheckpointClient, store: Store, made: list[str]
+) -> None:
+    refs: list[CheckpointRef] = [made[0], "not-a-path", made[1], "tinker://run-000/weights/none"]
+    outcomes = await client.bulk_publish(refs)
+    assert [o.ok for o in outcomes] == [True, False, True, False]
+    assert "tinker://" in outcomes[1].message
+    assert outcomes[3].status == 404
+    assert store.get_checkpoint(*ids(made[1])).public is True
+
+
+async def test_bulk_unpublish_reports_conflicts(
+    client: CheckpointClient, store: Store, made: list[str]
+) -> None:
+    store.set_public(*ids(made[0]), True)
+    outcomes = await client.bulk_unpublish(made[:2])
+    assert outcomes[0].ok
+    assert outcomes[1].status == 409
+    assert store.get_checkpoint(*ids(made[0])).public is False
+
+
+async def test_bulk_extend_ttl_per_checkpoint(
+    client: CheckpointClient, store: Store, clock: FixedClock, made: list[str]
+) -> None:
+    store.set_ttl(*ids(made[0]), 3 * 3600)
+    checkpoints = [store.get_checkpoint(*ids(p)) for p in made[:2]]
+    week = timedelta(days=7)
+
+    def extend(ref: CheckpointRef) -> int:
+        assert isinstance(ref, Checkpoint)
+        return extended_ttl(ref.expires_at, week, clock.now())
+
+    outcomes = await client.bulk_set_ttl(checkpoints, extend)
+    assert all(o.ok for o in outcomes)
+    first, second = (store.get_checkpoint(*ids(p)) for p in made[:2])
+    assert first.expires_at == clock.now() + timedelta(hours=3) + week
+    assert second.expires_at == clock.now() + week
+
+
+async def test_bulk_set_one_ttl_and_clear(
+    client: CheckpointClient, store: Store, made: list[str]
+) -> None:
+    assert all(o.ok for o in await client.bulk_set_ttl(made, 7200))
+    assert all(store.get_checkpoint(*ids(p)).expires_at for p in made)
+    assert all(o.ok for o in await client.bulk_set_ttl(made, None))
+    assert not any(store.get_checkpoint(*ids(p)).expires_at for p in made)
+
+
+async def test_empty_bulk_is_empty(client: CheckpointClient) -> None:
+    assert await client.bulk_delete([]) == []
+
+
+def test_extended_ttl_counts_from_the_later_of_now_and_expiry(clock: FixedClock) -> None:
+    now, day = clock.now(), timedelta(days=1)
+    assert extended_ttl(None, day, now) == 86400
+    assert extended_ttl(now - day, day, now) == 86400  # already past: from now
+    assert extended_ttl(now + day, day, now) == 2 * 86400

@@ -1,0 +1,182 @@
+"""Never a partial list taken for the whole: against a real server behind a real ASGI app that
+caps pages, fails a page, and shifts items between pages while the list is read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ckpt_tui.cli import main
+from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy
+from ckpt_tui.clock import FixedClock
+from ckpt_tui.server import create_app
+from ckpt_tui.store import Store
+from tests.support.demo_fixture import ServedDemo, served_demo
+from tests.support.faulty_app import RecordedSleeps
+from tests.support.live_server import run_server
+from tests.support.paging_faults import PagingFaults
+from tests.support.seed import seed_store
+from tests.support.tui import make_app, screen_of, settle
+
+COUNT = 600
+
+
+def stored_paths(store: Store) -> list[str]:
+    return [c.tinker_path for c in store.list_checkpoints(0, 100_000)[0]]
+
+
+@pytest.fixture
+def proxy(store: Store) -> PagingFaults:
+    seed_store(store, runs=4, per_run=COUNT // 4)
+    return PagingFaults(create_app(store, sweep_interval=None), cap=37)
+
+
+@pytest.fixture
+def proxy_url(proxy: PagingFaults) -> Iterator[str]:
+    with run_server(proxy) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(proxy_url: str) -> AsyncIterator[CheckpointClient]:
+    policy = RetryPolicy(sleep=RecordedSleeps())
+    async with CheckpointClient(Backend.remote(proxy_url), retry=policy) as opened:
+        yield opened
+
+
+async def test_capped_pages_are_all_fetched(
+    client: CheckpointClient, proxy: PagingFaults, store: Store
+) -> None:
+    listing = await client.read_all_checkpoints(page_size=1000)
+    assert listing.complete
+    assert [c.tinker_path for c in listing.items] == stored_paths(store)
+    # the gaps after the first capped page are asked for together, not one after another
+    assert len(proxy.pages) == -(-COUNT // 37)
+    runs = await client.list_all_training_runs(page_size=100)
+    assert len(runs) == 4
+
+
+async def test_a_page_failing_once_is_fetched_again(
+    client: CheckpointClient, proxy: PagingFaults, store: Store
+) -> None:
+    proxy.fail_offsets({37 * 5}, times=1)
+    listing = await client.read_all_checkpoints(page_size=1000)
+    assert listing.complete and len(listing.items) == COUNT
+
+
+async def test_a_page_that_keeps_failing_leaves_the_list_incomplete(
+    client: CheckpointClient, proxy: PagingFaults
+) -> None:
+    proxy.fail_offsets({37 * 5})
+    listing = await client.read_all_checkpoints(page_size=1000)
+    assert not listing.complete
+    assert "could not be read" in listing.problem and "offset 185" in listing.problem
+    assert len(listing.items) == COUNT - 37
+    with pytest.raises(IncompleteListError, match="incomplete"):
+        await client.list_all_checkpoints(page_size=1000)
+
+
+async def test_items_shifting_up_mid_read_are_read_again(
+    client: CheckpointClient, proxy: PagingFaults, store: Store
+) -> None:
+    """A delete after the first page moves every later item up by one: read once, the item at
+    each page's edge would be skipped without a word."""
+    deleted: list[str] = []
+
+    def delete_one(offset: int) -> None:
+        if offset > 0 and not deleted:
+            newest = store.list_checkpoints(0, 1)[0][0]
+            store.delete_checkpoint(newest.run_id, newest.checkpoint_id)
+            deleted.append(newest.tinker_path)
+
+    proxy.before_page = delete_one
+    listing = await client.read_all_checkpoints(page_size=1000)
+    assert listing.complete
+    assert [c.tinker_path for c in listing.items] == stored_paths(store)
+    assert len(listing.items) == COUNT - 1 and deleted[0] not in stored_paths(store)
+
+
+async def test_a_list_that_never_holds_still_is_incomplete(
+    client: CheckpointClient, proxy: PagingFaults, store: Store
+) -> None:
+    added: list[int] = []
+
+    def add_one(offset: int) -> None:
+        if offset > 0:
+            added.append(offset)
+            store.add_checkpoint("run-000", f"weights/9{len(added):04d}", {"a.bin": b"x"})
+
+    proxy.before_page = add_one
+    listing = await client.read_all_checkpoints(page_size=1000)
+    assert not listing.complete
+    assert "changed while it was read" in listing.problem
+
+
+@pytest.mark.usefixtures("quiet_environment")
+def test_ls_json_counts_every_checkpoint_through_a_capping_proxy(
+    proxy_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ls", "--url", proxy_url, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["complete"] is True
+    assert document["totals"]["checkpoints"] == COUNT
+
+
+@pytest.mark.usefixtures("quiet_environment")
+def test_ls_and_prune_on_an_incomplete_list(
+    proxy: PagingFaults, proxy_url: str, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proxy.fail_offsets({37 * 2})
+    assert main(["ls", "--url", proxy_url, "--json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["complete"] is False
+    assert document["totals"]["checkpoints"] == COUNT - 37
+    assert "incomplete" in document["problems"][0] and "not whole" in err
+
+    before = stored_paths(store)
+    assert main(["prune", "--url", proxy_url, "--keep-last", "1", "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "Nothing was planned or deleted" in err
+    assert stored_paths(store) == before
+
+
+@pytest.fixture
+def faulty_demo_pages(
+    tmp_path: Path, clock: FixedClock
+) -> Iterator[tuple[ServedDemo, PagingFaults]]:
+    holder: list[PagingFaults] = []
+
+    def wrap(app: object) -> PagingFaults:
+        holder.append(PagingFaults(app, cap=5))  # type: ignore[arg-type]
+        return holder[0]
+
+    with served_demo(tmp_path / "demo", clock, wrap=wrap) as served:
+        yield served, holder[0]
+
+
+async def test_the_app_says_incomplete_marks_nothing_missing_and_refuses_a_keep_policy(
+    faulty_demo_pages: tuple[ServedDemo, PagingFaults],
+) -> None:
+    demo, proxy = faulty_demo_pages
+    proxy.fail_offsets({10})
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert screen.snapshot is not None and not screen.snapshot.complete
+        catalog = screen.catalog
+        assert catalog is not None
+        assert not any(row.is_missing for row in catalog.rows)
+        messages = [n.message for n in app._notifications]
+        assert any("Nothing is marked missing" in message for message in messages)
+        await pilot.press("K")
+        await settle(pilot)
+        assert screen_of(app) is app.screen  # no dialog opened
+        messages = [n.message for n in app._notifications]
+        assert any("No keep policy on a partial list" in message for message in messages)
+        before = stored_paths(demo.store)
+    assert stored_paths(demo.store) == before

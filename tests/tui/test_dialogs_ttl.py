@@ -1,0 +1,167 @@
+"""The TTL dialog, driven by keys through a real Textual pilot: presets, typed values, refusals."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from textual.widgets import Button
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
+from tests.support.dialogs import (
+    BACKEND,
+    NOW,
+    DialogApp,
+    ckpt,
+    many_rows,
+    rows_of,
+    static_text,
+)
+
+DAY = 86400
+PAST, FUTURE, NEVER = (
+    "tinker://run-a/weights/past",
+    "tinker://run-a/weights/future",
+    ("tinker://run-a/weights/never"),
+)
+
+
+def three_rows() -> list[CheckpointRow]:
+    """Expired 5 hours ago, expiring in 2 days, and never expiring."""
+    return rows_of(ckpt("past", -5), ckpt("future", 48), ckpt("never", None))
+
+
+def ttl_app(rows: list[CheckpointRow] | None = None) -> DialogApp[TtlPlan | None]:
+    chosen = three_rows() if rows is None else rows
+    return DialogApp(lambda: TtlDialog(chosen, NOW, BACKEND))
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("1", {PAST: DAY, FUTURE: 3 * DAY, NEVER: None}),
+        ("2", {PAST: 7 * DAY, FUTURE: 9 * DAY, NEVER: None}),
+        ("3", {PAST: 30 * DAY, FUTURE: 32 * DAY, NEVER: None}),
+        ("4", {PAST: 3600, FUTURE: 3600, NEVER: 3600}),
+        ("5", {PAST: None, FUTURE: None, NEVER: None}),
+    ],
+)
+async def test_each_preset_key_then_enter_returns_its_plan(
+    key: str, expected: dict[str, int | None]
+) -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(key, "enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and plan.ttl_for == expected
+    for path, seconds in expected.items():
+        expiry = None if seconds is None else NOW + timedelta(seconds=seconds)
+        assert plan.expires_for[path] == expiry
+
+
+async def test_preview_shows_each_result_and_that_never_stays_never() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        preview = static_text(app, "#ttl-preview")
+        assert "Extend by 7 days: 3 checkpoints" in static_text(app, "#ttl-summary")
+        assert "expired 5 hours ago" in preview and "2025-01-08 00:00 UTC" in preview
+        assert "in 2 days" in preview and "2025-01-10 00:00 UTC" in preview
+        assert "stays never" in preview
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [None]
+
+
+async def test_arrows_and_apply_button_choose_a_preset() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "down", "down")  # "Expire in 1 hour"
+        await pilot.click("#ttl-apply")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and plan.label == "Expire in 1 hour"
+    assert set(plan.ttl_for.values()) == {3600}
+
+
+async def test_typed_duration_sets_every_row_and_enter_applies_it() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("tab", *"36h", "enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and plan.ttl_for == {PAST: 129600, FUTURE: 129600, NEVER: 129600}
+    assert plan.label == "Expire in 1d12h"
+
+
+async def test_typed_date_sets_that_date() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("tab", *"2025-01-03", "enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and set(plan.ttl_for.values()) == {2 * DAY}
+    assert set(plan.expires_for.values()) == {NOW + timedelta(days=2)}
+
+
+@pytest.mark.parametrize(("typed", "reason"), [("5m", "out of range"), ("11y", "out of range")])
+async def test_out_of_range_is_refused_with_the_reason(typed: str, reason: str) -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("tab", *typed, "enter")
+        await pilot.pause()
+        error = static_text(app, "#ttl-error")
+        assert reason in error and "between 1 hour and 10 years" in error
+        assert app.screen.query_one("#ttl-apply", Button).disabled
+        await pilot.click("#ttl-apply")
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [None]
+
+
+async def test_unparsable_input_is_refused_and_fixing_it_applies() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("tab", *"soon", "enter")
+        await pilot.pause()
+        assert "cannot read 'soon'" in static_text(app, "#ttl-error")
+        assert app.results == []
+        await pilot.press(*["backspace"] * 4, *"2w", "enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and set(plan.ttl_for.values()) == {14 * DAY}
+
+
+async def test_extending_past_ten_years_names_the_checkpoint() -> None:
+    rows = rows_of(ckpt("old", 24 * 365 * 10 - 24))
+    app = ttl_app(rows)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3", "enter")
+        await pilot.pause()
+        assert "old of run-a" in static_text(app, "#ttl-error")
+        assert app.results == []
+
+
+async def test_many_rows_list_the_first_eight_and_count_the_rest() -> None:
+    app = ttl_app(many_rows(12))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        preview = static_text(app, "#ttl-preview")
+        assert "000007" in preview and "000008" not in preview and "and 4 more" in preview
+
+
+async def test_enter_in_an_empty_box_applies_nothing() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab", "enter")
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("shift+tab", "enter")  # back on the presets: enter applies preset 1
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and plan.label == "Extend by 1 day"
