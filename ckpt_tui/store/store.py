@@ -1,7 +1,14 @@
 """The local checkpoint store: folders on disk plus a SQLite metadata index.
 
-Layout and safety rules: `layout.py`; metadata: `meta.py`; in-memory index: `index.py`;
-noticing outside changes: `core.py`; crash-safe deletes: `trash.py`.
+`Store` is the public API; it owns small collaborators, each with one job, and holds the one
+lock (`guard.py`) while they work:
+- `Ledger` (`ledger.py`): the in-memory index (`index.py`) and the metadata (`meta.py`), changed
+  together;
+- `Watcher` (`watcher.py`): discovery, bringing the ledger in line with the folders (reading
+  discovered runs' files without the lock) and finding live runs;
+- `Writer` (`writer.py`): metadata changes (runs, checkpoints, publishing, TTLs);
+- `Deleter` (`deleter.py`): crash-safe deletes (`trash.py`) and the expiry sweep.
+Layout and safety rules: `layout.py`.
 
 Ordering: runs by last_request_time, newest first (ties by id), where last_request_time is the
 latest of the run's `created`, its newest live checkpoint's time, and the last change made to
@@ -11,43 +18,39 @@ A run's checkpoints oldest first (ties by id); all checkpoints newest first (tie
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
-from ckpt_tui.store import trash
-from ckpt_tui.store.core import StoreCore, locked
-from ckpt_tui.store.errors import ConflictError, InvalidRequestError, StoreError
-from ckpt_tui.store.index import CheckpointEntry, RunEntry
-from ckpt_tui.store.layout import (
-    Layout,
-    checked_checkpoint_id,
-    checked_file_parts,
-    checked_run_id,
-    run_signature,
-)
-from ckpt_tui.store.meta import Row
+from ckpt_tui.store.deleter import Deleter
+from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.guard import Guard, locked
+from ckpt_tui.store.layout import Layout
+from ckpt_tui.store.ledger import Ledger
+from ckpt_tui.store.meta import MetaDB
 from ckpt_tui.store.opening import open_meta, prepare_root
-from ckpt_tui.store.runinfo import RunInfo, checked_extra, checked_metadata, write_run_info
-from ckpt_tui.store.settle import SETTLE_SECONDS, SETTLED_BY_STORE, look_at, with_look
-from ckpt_tui.store.times import to_us
-
-MIN_TTL_SECONDS = 3600
-MAX_TTL_SECONDS = 10 * 365 * 86400
+from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.store.watcher import Watcher
+from ckpt_tui.store.writer import Writer
 
 
-class Store(StoreCore):
+class Store:
     """A checkpoint store rooted at a folder. Thread-safe: every public method holds one lock,
-    except while listing reads discovered runs' files (see `_notice_changes_unlocked`)."""
+    except while listing reads discovered runs' files (see `Watcher.notice_changes_unlocked`)."""
 
-    root: Path
-    clock: Clock
-    readonly: bool
+    def __init__(
+        self, layout: Layout, clock: Clock, meta: MetaDB, readonly: bool, unmade: bool = False
+    ) -> None:
+        self.root: Path = layout.root
+        self.clock = clock
+        self.guard = Guard(layout.root)
+        self._ledger = Ledger(meta, clock)
+        self._watcher = Watcher(layout, self._ledger, self.guard)
+        self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade)
+        self._deleter = Deleter(layout, self._ledger, self._watcher)
 
     @classmethod
     def open(
@@ -72,23 +75,55 @@ class Store(StoreCore):
         readonly = prepare_root(root, create, readonly)
         layout = Layout(root)
         meta, unmade = open_meta(layout, readonly, lazy)
-        store = cls(layout, clock, meta, readonly)
+        store = cls(layout, clock, meta, readonly, unmade)
         store.settle_seconds = settle_seconds
-        store.folders_unmade = unmade
         try:
-            store._scan_all()
+            with store.guard.held():
+                store._watcher.scan_all()
             store.sweep_expired()
         except BaseException:
             store.close()
             raise
         return store
 
+    # --- settings (kept on the collaborator that uses them) ---------------------------------
+    @property
+    def readonly(self) -> bool:
+        return self._writer.readonly
+
+    @property
+    def recheck_interval(self) -> float:
+        """Seconds between checks for outside changes when listing everything."""
+        return self._watcher.recheck_interval
+
+    @recheck_interval.setter
+    def recheck_interval(self, seconds: float) -> None:
+        self._watcher.recheck_interval = seconds
+
+    @property
+    def settle_seconds(self) -> float:
+        """How long a checkpoint's files must stay the same before it counts as complete."""
+        return self._watcher.settle_seconds
+
+    @settle_seconds.setter
+    def settle_seconds(self, seconds: float) -> None:
+        self._watcher.settle_seconds = seconds
+
+    @property
+    def delete_step_hook(self) -> Callable[[str], None] | None:
+        """Called after each of `trash.DELETE_STEPS`; tests raise from it to simulate a crash."""
+        return self._deleter.step_hook
+
+    @delete_step_hook.setter
+    def delete_step_hook(self, hook: Callable[[str], None] | None) -> None:
+        self._deleter.step_hook = hook
+
     def close(self) -> None:
         """Close the metadata file; later calls raise StoreError. Closing twice is fine."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._meta.close()
+        with self.guard.lock:
+            if not self.guard.closed:
+                self.guard.closed = True
+                self._ledger.meta.close()
 
     def __enter__(self) -> Store:
         return self
@@ -100,9 +135,9 @@ class Store(StoreCore):
 
     def rescan(self) -> None:
         """Look for outside changes now (listing everything does it at most once a second)."""
-        if not self._notice_changes_unlocked(force=True):
-            with self._lock:
-                self._notice_changes(force=True)  # the store changed meanwhile: under the lock
+        if not self._watcher.notice_changes_unlocked(force=True):
+            with self.guard.held():
+                self._watcher.notice_changes(force=True)  # the store changed meanwhile
 
     # --- reads -----------------------------------------------------------------------------
     def list_runs(
@@ -110,15 +145,15 @@ class Store(StoreCore):
     ) -> tuple[list[TrainingRun], int]:
         """Runs (of one project, with `project_id`), newest activity first, and their count."""
         _check_page(offset, limit)
-        self._notice_changes_unlocked()
+        self._watcher.notice_changes_unlocked()
         return self._runs_page(offset, limit, project_id)
 
     @locked
     def _runs_page(
         self, offset: int, limit: int | None, project_id: str | None
     ) -> tuple[list[TrainingRun], int]:
-        self._index.hide_expired(self._now_us())
-        runs = self._index.runs_by_activity()
+        self._ledger.hide_expired()
+        runs = self._ledger.index.runs_by_activity()
         if project_id is not None:
             runs = [run for run in runs if run.info.project_id == project_id]
         end = None if limit is None else offset + limit
@@ -126,34 +161,34 @@ class Store(StoreCore):
 
     @locked
     def get_run(self, run_id: str) -> TrainingRun:
-        return self._run(run_id).training_run()
+        return self._watcher.live_run(run_id).training_run()
 
     @locked
     def list_run_checkpoints(self, run_id: str) -> list[Checkpoint]:
         """A run's live checkpoints, oldest first. NotFoundError for an unknown run."""
-        return [entry.checkpoint() for entry in self._run(run_id).oldest_first()]
+        return [entry.checkpoint() for entry in self._watcher.live_run(run_id).oldest_first()]
 
     def list_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Checkpoint], int]:
         """All live checkpoints, newest first, and the total count."""
         _check_page(offset, limit)
-        self._notice_changes_unlocked()
+        self._watcher.notice_changes_unlocked()
         return self._checkpoints_page(offset, limit)
 
     @locked
     def _checkpoints_page(self, offset: int, limit: int) -> tuple[list[Checkpoint], int]:
-        self._index.hide_expired(self._now_us())
-        page = self._index.page(offset, limit)
-        return [entry.checkpoint() for entry in page], self._index.total()
+        self._ledger.hide_expired()
+        index = self._ledger.index
+        return [entry.checkpoint() for entry in index.page(offset, limit)], index.total()
 
     @locked
     def get_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:
-        return self._entry(run_id, checkpoint_id).checkpoint()
+        return self._watcher.live_entry(run_id, checkpoint_id).checkpoint()
 
     @locked
     def weights_info(self, run_id: str, checkpoint_id: str) -> WeightsInfo:
         """From the run's run.json; train_* from its extra keys when they are booleans."""
-        self._entry(run_id, checkpoint_id)
-        info = self._index.runs[run_id].info
+        self._watcher.live_entry(run_id, checkpoint_id)
+        info = self._ledger.index.runs[run_id].info
         if info.corrupted:
             raise StoreError(
                 f"run.json of training run {run_id!r} is missing or unreadable; "
@@ -176,7 +211,7 @@ class Store(StoreCore):
     @locked
     def checkpoint_dir(self, run_id: str, checkpoint_id: str) -> Path:
         """Where a live checkpoint's files are (e.g. to write large files, then refresh)."""
-        return self._entry(run_id, checkpoint_id).path
+        return self._watcher.live_entry(run_id, checkpoint_id).path
 
     # --- writes ----------------------------------------------------------------------------
     @locked
@@ -193,33 +228,16 @@ class Store(StoreCore):
         extra: Mapping[str, object] | None = None,
     ) -> TrainingRun:
         """Write `runs/<run_id>/run.json`; `extra` holds e.g. train_mlp/train_attn/train_unembed."""
-        run_id = checked_run_id(run_id)
-        if lora_rank is not None and (
-            isinstance(lora_rank, bool) or not isinstance(lora_rank, int)
-        ):
-            raise InvalidRequestError(f"lora_rank must be an integer or None, got {lora_rank!r}")
-        info = RunInfo(
-            base_model=base_model,
+        return self._writer.create_run(
+            run_id,
+            base_model,
             is_lora=is_lora,
-            created_us=to_us(created or self.clock.now(), "created"),
             lora_rank=lora_rank,
             model_owner=model_owner,
-            user_metadata=checked_metadata(user_metadata),
-            extra=checked_extra(dict(extra or {})),
+            user_metadata=user_metadata,
+            created=created,
+            extra=extra,
         )
-        self._require_writable()
-        self._check_run(run_id)
-        run_dir = self._layout.run_dir(run_id)
-        if run_id in self._index.runs or os.path.lexists(run_dir):
-            raise ConflictError(f"training run {run_id!r} already exists")
-        self._layout.runs.mkdir(exist_ok=True)
-        self._layout.ensure_inside(run_dir)
-        run_dir.mkdir()
-        write_run_info(run_dir, info)
-        run = RunEntry(run_id, run_dir, info, run_signature(run_dir))
-        self._index.put_run(run, [], self._now_us())
-        self._changes[run_id] += 1
-        return run.training_run()
 
     @locked
     def add_checkpoint(
@@ -239,120 +257,36 @@ class Store(StoreCore):
         renamed into place, so a crash never leaves a half-written checkpoint. NotFoundError if
         the run does not exist (make it with `create_run`), ConflictError if the id is taken.
         """
-        run_id = checked_run_id(run_id)
-        checked_checkpoint_id(checkpoint_id)
-        parts = [(checked_file_parts(name), data) for name, data in (files or {}).items()]
-        row = Row(
+        return self._writer.add_checkpoint(
             run_id,
             checkpoint_id,
-            to_us(created or self.clock.now(), "created"),
-            None if expires_at is None else to_us(expires_at, "expires_at"),
-            bool(public),
-            checked_metadata(user_metadata),
+            files,
+            created=created,
+            expires_at=expires_at,
+            public=public,
+            user_metadata=user_metadata,
         )
-        self._require_writable()
-        run = self._run(run_id)
-        if run.discovered:
-            raise InvalidRequestError(
-                f"training run {run_id!r} is a folder found on disk ({run.path}); add checkpoints "
-                "to it by writing them there, or to a run made with create_run"
-            )
-        dest = self._layout.checkpoint_dir(run_id, checkpoint_id)
-        if (run_id, checkpoint_id) in self._index.expired or os.path.lexists(dest):
-            raise ConflictError(f"checkpoint {checkpoint_id!r} already exists in run {run_id!r}")
-        self._write_files(dest, parts)
-        row = with_look(row, look_at(str(dest)), SETTLED_BY_STORE)
-        entry = CheckpointEntry(row, str(dest))
-        now_us = self._now_us()
-        self._meta.apply(upsert=[row], touch={run_id: now_us})
-        self._changes[run_id] += 1
-        self._index.add(entry, now_us)
-        self._touch(run, now_us)
-        run.signature = run_signature(run.path)
-        return entry.checkpoint()
-
-    def _write_files(self, dest: Path, parts: list[tuple[list[str], bytes]]) -> None:
-        """Stage the files in the trash, rename the folder to `dest`."""
-        self._layout.ensure_inside(dest.parent)
-        dest.parent.mkdir(exist_ok=True)
-        self._layout.ensure_inside(dest)
-        stage = trash.new_slot(self._layout, ".new")
-        try:
-            for names, data in parts:
-                target = stage.joinpath(*names)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            os.rename(stage, dest)
-        except OSError as exc:
-            trash.purge(self._layout, stage)
-            raise StoreError(f"cannot write checkpoint {dest.name}: {exc}") from exc
 
     @locked
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
         """Crash-safe delete: rename into trash, commit metadata, remove files."""
-        self._require_writable()
-        entry = self._entry(run_id, checkpoint_id)
-        users = self._adapters_based_on(entry)
-        if users:
-            raise ConflictError(
-                f"refusing to delete {entry.tinker_path}: it is the base model of "
-                f"{', '.join(users[:3])}; delete those adapters first"
-            )
-        self._delete_entry(entry, touch=True)
+        self._writer.require_writable()
+        self._deleter.delete_checkpoint(self._watcher.live_entry(run_id, checkpoint_id))
 
     @locked
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:
         """ConflictError when already in that state."""
-        self._require_writable()
-        entry = self._entry(run_id, checkpoint_id)
-        if public:
-            self._refuse_incomplete(entry, "publishing")
-        if entry.row.public == public:
-            state = "public" if public else "private"
-            raise ConflictError(f"checkpoint {entry.tinker_path} is already {state}")
-        self._commit_row(entry, replace(entry.row, public=bool(public)))
-        return entry.checkpoint()
+        return self._writer.set_public(run_id, checkpoint_id, public)
 
     @locked
     def set_ttl(self, run_id: str, checkpoint_id: str, ttl_seconds: int | None) -> Checkpoint:
         """expires_at = now + ttl; None clears it. InvalidRequestError unless 3600 <= ttl <= 10y."""
-        if ttl_seconds is not None and (
-            isinstance(ttl_seconds, bool)
-            or not isinstance(ttl_seconds, int)
-            or not MIN_TTL_SECONDS <= ttl_seconds <= MAX_TTL_SECONDS
-        ):
-            raise InvalidRequestError(
-                f"ttl_seconds must be an integer from {MIN_TTL_SECONDS} (1 hour) to "
-                f"{MAX_TTL_SECONDS} (10 years), or null to remove the expiry; got {ttl_seconds!r}"
-            )
-        self._require_writable()
-        entry = self._entry(run_id, checkpoint_id)
-        if ttl_seconds is not None:
-            self._refuse_incomplete(entry, "a TTL")
-        expires_us = None if ttl_seconds is None else self._now_us() + ttl_seconds * 1_000_000
-        self._commit_row(entry, replace(entry.row, expires_us=expires_us))
-        return entry.checkpoint()
-
-    def _refuse_incomplete(self, entry: CheckpointEntry, what: str) -> None:
-        if entry.incomplete:
-            reason = (entry.facts or {}).get("incomplete_reason", "still being written")
-            raise ConflictError(
-                f"checkpoint {entry.tinker_path} is incomplete ({reason}); {what} is refused "
-                "while a save may still be writing it: wait until it is complete (its files "
-                "stay the same), or delete it yourself"
-            )
+        return self._writer.set_ttl(run_id, checkpoint_id, ttl_seconds)
 
     @locked
     def refresh_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:
         """Re-measure a checkpoint whose files the caller has finished writing: complete now."""
-        self._require_writable()
-        entry = self._entry(run_id, checkpoint_id)
-        row = with_look(entry.row, look_at(entry.location), SETTLED_BY_STORE)
-        if row is not entry.row or entry.incomplete:
-            if not self._index.runs[entry.row.run_id].discovered:
-                entry.facts = None  # discovered facts are read again on the next rescan
-            self._commit_row(entry, row, touch=False)
-        return entry.checkpoint()
+        return self._writer.refresh_checkpoint(run_id, checkpoint_id)
 
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at; return their tinker paths.
@@ -362,24 +296,9 @@ class Store(StoreCore):
         """
         if self.readonly:
             return []
-        self._notice_changes_unlocked(force=True)  # the slow reading, without the lock
-        return self._sweep()
-
-    @locked
-    def _sweep(self) -> list[str]:
-        self._notice_changes(force=True)  # saves that settled since the last look
-        self._index.hide_expired(self._now_us())
-        for run_id in sorted({entry.row.run_id for entry in self._index.expired.values()}):
-            self._rescan_run(run_id)  # a checkpoint whose files changed again is not deleted
-        self._index.hide_expired(self._now_us())
-        removed: list[str] = []
-        for entry in sorted(self._index.expired.values(), key=lambda e: e.tinker_path):
-            try:
-                self._delete_entry(entry, touch=False)
-            except StoreError:
-                continue
-            removed.append(entry.tinker_path)
-        return removed
+        self._watcher.notice_changes_unlocked(force=True)  # the slow reading, without the lock
+        with self.guard.held():
+            return self._deleter.sweep()
 
 
 def _check_page(offset: int, limit: int | None) -> None:

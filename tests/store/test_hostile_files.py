@@ -23,7 +23,7 @@ from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.sizes import SafetensorsHeaderError
 from ckpt_tui.sizes.safetensors_header import read_sharded
-from ckpt_tui.store import Store, core
+from ckpt_tui.store import Store, watcher
 from ckpt_tui.store.discover import Discovery, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
 from ckpt_tui.store.discover.torch_zip import MAX_PICKLE_BYTES, read_torch_file
@@ -257,7 +257,7 @@ def test_reading_discovered_files_holds_up_no_other_call(
             walk_outcome.append(release.wait(timeout=120))
             return discover(*args, **kwargs)
 
-        monkeypatch.setattr(core, "discover", held_walk)
+        monkeypatch.setattr(watcher, "discover", held_walk)
         walker = threading.Thread(target=store.rescan)
         walker.start()
         assert reading.wait(timeout=120)

@@ -1,0 +1,108 @@
+"""Deletion: the crash-safe delete of `trash.DELETE_STEPS`, the refusal to delete a base model
+that discovered adapters still use, and the sweep of expired checkpoints.
+
+Every method runs under the store's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ckpt_tui.store import trash
+from ckpt_tui.store.errors import ConflictError, NotFoundError, StoreError
+from ckpt_tui.store.index import CheckpointEntry
+from ckpt_tui.store.layout import Layout
+from ckpt_tui.store.ledger import Ledger
+from ckpt_tui.store.watcher import Watcher
+
+
+class Deleter:
+    """Removes checkpoints' files and records, one crash-safe step at a time."""
+
+    def __init__(self, layout: Layout, ledger: Ledger, watcher: Watcher) -> None:
+        self.step_hook: Callable[[str], None] | None = None
+        """Called after each of `trash.DELETE_STEPS`; tests raise from it to simulate a crash."""
+        self._layout = layout
+        self._ledger = ledger
+        self._watcher = watcher
+
+    def delete_checkpoint(self, entry: CheckpointEntry) -> None:
+        """Delete one checkpoint asked for by name; ConflictError if adapters are based on it."""
+        users = self._adapters_based_on(entry)
+        if users:
+            raise ConflictError(
+                f"refusing to delete {entry.tinker_path}: it is the base model of "
+                f"{', '.join(users[:3])}; delete those adapters first"
+            )
+        self._delete(entry, touch=True)
+
+    def sweep(self) -> list[str]:
+        """Delete every checkpoint past expires_at (files unchanged); return their tinker paths."""
+        self._watcher.notice_changes(force=True)  # saves that settled since the last look
+        self._ledger.hide_expired()
+        expired = self._ledger.index.expired
+        for run_id in sorted({entry.row.run_id for entry in expired.values()}):
+            self._watcher.rescan_run(run_id)  # a checkpoint whose files changed again is kept
+        self._ledger.hide_expired()
+        removed: list[str] = []
+        for entry in sorted(self._ledger.index.expired.values(), key=lambda e: e.tinker_path):
+            try:
+                self._delete(entry, touch=False)
+            except StoreError:
+                continue
+            removed.append(entry.tinker_path)
+        return removed
+
+    def _delete(self, entry: CheckpointEntry, touch: bool) -> None:
+        """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished."""
+        run_id, checkpoint_id = entry.key
+        slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path)
+        self._step("prepare")
+        try:
+            trash.move(self._layout, entry.path, slot)
+        except FileNotFoundError:
+            trash.purge(self._layout, slot)
+            self._watcher.rescan_run(run_id)
+            raise NotFoundError(
+                f"checkpoint {checkpoint_id!r} not found in run {run_id!r}"
+            ) from None
+        except (OSError, StoreError) as exc:
+            trash.purge(self._layout, slot)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot delete {entry.tinker_path}: {exc.strerror}") from exc
+        self._step("move")
+        self._ledger.commit_delete(entry, touch)
+        self._step("commit")
+        trash.purge(self._layout, slot)
+        self._step("purge")
+
+    def _adapters_based_on(self, entry: CheckpointEntry) -> list[str]:
+        """Tinker paths of discovered adapters whose base_model is `entry`'s folder (or in it)."""
+        try:
+            target = entry.path.resolve()
+        except OSError:  # a link swapped while it was read (realpath's readlink is unguarded)
+            target = entry.path.absolute()
+        users = []
+        for run in self._ledger.index.runs.values():
+            for other in run.checkpoints.values() if run.discovered else ():
+                base = (other.facts or {}).get("base_model", "")
+                if other is not entry and base and _is_inside(base, other.path, target):
+                    users.append(other.tinker_path)
+        return sorted(users)
+
+    def _step(self, name: str) -> None:
+        if self.step_hook is not None:
+            self.step_hook(name)
+
+
+def _is_inside(base: str, adapter: Path, target: Path) -> bool:
+    """Whether the base model path `base` (absolute, or relative to the adapter or the
+    working directory) is `target` or inside it. Hub names ("org/model") resolve nowhere."""
+    for candidate in (Path(base), adapter / base):
+        if candidate.exists():
+            real = candidate.resolve()
+            if real == target or target in real.parents:
+                return True
+    return False

@@ -1,0 +1,253 @@
+"""Discovery: keeping the ledger in line with the folders, and finding live runs.
+
+Outside changes are noticed by comparing mtimes: `runs/` (runs added or removed) and each run's
+folder plus its segment folders (checkpoint folders added or removed). A changed run is rescanned
+alone. The global check runs at most every `recheck_interval` seconds; a call about one run
+checks that run's folders every time. A rescan looks at every file of the run's checkpoints
+(name, size, mtime): a cached size counts only while those are the same (`settle.py`). Runs
+with a checkpoint still being written are rescanned at every check until it settles.
+Checkpoints outside `runs/` (HF Trainer, torch.save, ... anywhere under the root) are found by
+a walk (`discover/`), whose files are read without the store's lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ckpt_tui.store.discover import Discovery, FoundRun, discover, examine_run, watch_changed
+from ckpt_tui.store.errors import NotFoundError
+from ckpt_tui.store.guard import Guard
+from ckpt_tui.store.index import CheckpointEntry, RunEntry
+from ckpt_tui.store.layout import (
+    Layout,
+    checked_checkpoint_id,
+    checked_run_id,
+    is_real_dir,
+    mtime_ns,
+)
+from ckpt_tui.store.ledger import Ledger, row_keys
+from ckpt_tui.store.meta import Key, Row
+from ckpt_tui.store.scan import RunScan, list_run_ids, scan_found, scan_run
+from ckpt_tui.store.settle import SETTLE_SECONDS, Settling
+
+
+class Watcher:
+    """Scans the store's folders into the ledger; methods without `unlocked` in their name
+    run under the store's lock."""
+
+    recheck_interval: float = 1.0
+    """Seconds between checks for outside changes when listing everything."""
+
+    def __init__(self, layout: Layout, ledger: Ledger, guard: Guard) -> None:
+        self.settle_seconds: float = SETTLE_SECONDS
+        """How long a checkpoint's files must stay the same before it counts as complete."""
+        self._layout = layout
+        self._ledger = ledger
+        self._guard = guard
+        self._scan_lock = threading.Lock()
+        """Held while discovered runs are read outside the store's lock (one scan at a time)."""
+        self._runs_mtime: int | None = None
+        self._discovery_watch: dict[str, int | None] = {}
+        self._last_check = time.monotonic()
+
+    # --- live lookups -----------------------------------------------------------------------
+    def live_run(self, run_id: str) -> RunEntry:
+        """The live run `run_id` (validated, checked for outside changes) or NotFoundError."""
+        run_id = checked_run_id(run_id)
+        self.check_run(run_id)
+        self._ledger.hide_expired()
+        run = self._ledger.index.runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"training run {run_id!r} not found")
+        return run
+
+    def live_entry(self, run_id: str, checkpoint_id: str) -> CheckpointEntry:
+        """The live checkpoint or NotFoundError naming it; bad ids are InvalidRequestError."""
+        run_id = checked_run_id(run_id)
+        checked_checkpoint_id(checkpoint_id)
+        entry = self.live_run(run_id).checkpoints.get(checkpoint_id)
+        if entry is None:
+            raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+        return entry
+
+    # --- scanning ---------------------------------------------------------------------------
+    def scan_all(self) -> None:
+        """Read every run folder, reconcile SQLite in one transaction, fill the index."""
+        meta = self._ledger.meta
+        rows_by_run: dict[str, list[Row]] = defaultdict(list)
+        for row in meta.rows():
+            rows_by_run[row.run_id].append(row)
+        changes = meta.run_changes()
+        self._runs_mtime = mtime_ns(self._layout.runs)
+        scans: list[RunScan] = []
+        stale: list[Key] = []
+        settling = self._settling()
+        for run_id in list_run_ids(self._layout):
+            rows = rows_by_run.pop(run_id, [])
+            scan = scan_run(self._layout, run_id, rows, settling, changes.get(run_id, 0))
+            if scan is None:
+                stale.extend(row_keys(rows))
+            else:
+                scans.append(scan)
+                stale.extend(scan.stale_keys)
+        tinker_ids = {scan.run.run_id for scan in scans}
+        found = discover(self._layout.root, reserved=tinker_ids)
+        self._discovery_watch = found.watch
+        for run in found.runs:
+            rows = rows_by_run.pop(run.run_id, [])
+            scans.append(scan_found(run, rows, settling, changes.get(run.run_id, 0)))
+            stale.extend(scans[-1].stale_keys)
+        for rows in rows_by_run.values():
+            stale.extend(row_keys(rows))
+        scanned = {scan.run.run_id for scan in scans}
+        gone_runs = [run_id for run_id in changes if run_id not in scanned]
+        self._ledger.load(scans, stale, gone_runs)
+
+    def rescan_run(self, run_id: str) -> None:
+        """Bring one run in line with its folder (or forget it if the folder is gone)."""
+        old = self._ledger.index.runs.get(run_id)
+        if old is not None and old.rel is not None:
+            self._put_found(run_id, examine_run(self._layout.root, old.rel, run_id))
+            return
+        rows = self._ledger.meta.rows(run_id)
+        last_change = 0 if old is None else old.last_change_us
+        scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
+        self._ledger.put_scan(run_id, rows, scan)
+
+    def _put_found(self, run_id: str, found: FoundRun | None) -> None:
+        """A discovered run as just read (None: it holds no checkpoint any more)."""
+        rows = self._ledger.meta.rows(run_id)
+        old = self._ledger.index.runs.get(run_id)
+        last_change = 0 if old is None else old.last_change_us
+        scan = None if found is None else scan_found(found, rows, self._settling(), last_change)
+        self._ledger.put_scan(run_id, rows, scan)
+
+    def _settling(self) -> Settling:
+        return Settling(self._ledger.now_us(), round(self.settle_seconds * 1_000_000))
+
+    def _put_discovery(self, discovery: Discovery, skip: Collection[str] = ()) -> None:
+        """Bring every discovered run in line with a walk; `skip` runs keep what they have
+        (their own signature makes the next check read them again)."""
+        self._discovery_watch = discovery.watch
+        found = {run.run_id: run for run in discovery.runs}
+        for run_id in sorted(set(self._ledger.discovered_ids()) | found.keys()):
+            if run_id not in skip:
+                self._put_found(run_id, found.get(run_id))
+
+    # --- noticing outside changes -----------------------------------------------------------
+    def notice_changes_unlocked(self, force: bool = False) -> bool:
+        """`notice_changes` for a caller that does not hold the store lock: the discovered
+        runs' files (pickles, JSON) are read without it, so a slow folder delays no other call.
+
+        One such scan runs at a time; a list that finds one running serves what is known. A run
+        changed through the store while its files were read keeps its state (what was read
+        could bring back a checkpoint just deleted) and is read again at the next check. False
+        when some changes were not taken in (a scan was running, or a run was skipped).
+        """
+        if not self._scan_lock.acquire(blocking=force):
+            return False
+        try:
+            with self._guard.held():
+                plan = self._plan_scan(force)
+            if plan is None:
+                return True
+            read = plan.read(self._layout)
+            with self._guard.lock:
+                if self._guard.closed:
+                    return False
+                changes = self._ledger.changes.items()
+                changed = {run_id for run_id, n in changes if plan.seen[run_id] != n}
+                self._apply_read(read, skip=changed)
+                self._last_check = time.monotonic()
+                return not changed
+        finally:
+            self._scan_lock.release()
+
+    def _apply_read(self, read: _ScanRead, skip: Collection[str]) -> None:
+        """Take in what a scan read without the lock, except for the runs in `skip`."""
+        if read.discovery is not None:
+            self._put_discovery(read.discovery, skip)
+        for run_id, found in read.runs.items():
+            if run_id not in skip:
+                self._put_found(run_id, found)
+
+    def _plan_scan(self, force: bool) -> _ScanPlan | None:
+        """Under the lock: rescan the tinker-layout runs that changed (quick, no pickles) and
+        say which discovered runs must be read again."""
+        if not force and time.monotonic() - self._last_check < self.recheck_interval:
+            return None
+        self._notice_tinker_changes()
+        seen = self._ledger.changes.copy()
+        if watch_changed(self._discovery_watch):
+            return _ScanPlan(seen, self._ledger.tinker_ids(), rediscover=True)
+        changed = {
+            run.run_id: run.rel
+            for run in self._ledger.index.runs.values()
+            if run.rel is not None and self._is_stale(run)
+        }
+        return _ScanPlan(seen, set(), changed=changed)
+
+    def notice_changes(self, force: bool = False) -> None:
+        """Rescan the runs whose folders changed; at most every `recheck_interval` unless forced."""
+        if not force and time.monotonic() - self._last_check < self.recheck_interval:
+            return
+        self._notice_tinker_changes()
+        if watch_changed(self._discovery_watch):
+            tinker_ids = self._ledger.tinker_ids()
+            self._put_discovery(discover(self._layout.root, reserved=tinker_ids))
+        for run in list(self._ledger.index.runs.values()):
+            if run.rel is not None and self._is_stale(run):
+                self.rescan_run(run.run_id)
+        self._last_check = time.monotonic()
+
+    def _notice_tinker_changes(self) -> None:
+        runs_mtime = mtime_ns(self._layout.runs)
+        if runs_mtime != self._runs_mtime:
+            self._runs_mtime = runs_mtime
+            on_disk = set(list_run_ids(self._layout))
+            for run_id in sorted(on_disk ^ self._ledger.tinker_ids()):
+                self.rescan_run(run_id)
+        for run in list(self._ledger.index.runs.values()):
+            if run.rel is None and self._is_stale(run):
+                self.rescan_run(run.run_id)
+
+    def check_run(self, run_id: str) -> None:
+        """Rescan `run_id` (already validated) if its folders changed since last seen."""
+        run = self._ledger.index.runs.get(run_id)
+        if run is None:
+            if is_real_dir(self._layout.run_dir(run_id)):
+                self.rescan_run(run_id)
+        elif self._is_stale(run):
+            self.rescan_run(run_id)
+
+    def _is_stale(self, run: RunEntry) -> bool:
+        """Whether a run must be read again: still settling, or its folders changed."""
+        return run.run_id in self._ledger.unsettled or run.current_signature() != run.signature
+
+
+@dataclass
+class _ScanPlan:
+    """What to read outside the lock: the whole walk, or some discovered runs again."""
+
+    seen: Counter[str]
+    """The ledger's changes per run when the plan was made."""
+    tinker_ids: set[str]
+    rediscover: bool = False
+    changed: dict[str, str] = field(default_factory=dict)
+    """run_id -> its folder (relative to the root)."""
+
+    def read(self, layout: Layout) -> _ScanRead:
+        root = layout.root
+        if self.rediscover:
+            return _ScanRead(discover(root, reserved=self.tinker_ids))
+        return _ScanRead(None, {i: examine_run(root, rel, i) for i, rel in self.changed.items()})
+
+
+@dataclass
+class _ScanRead:
+    discovery: Discovery | None
+    runs: dict[str, FoundRun | None] = field(default_factory=dict)
