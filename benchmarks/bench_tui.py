@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -42,6 +43,7 @@ from textual.strip import Strip
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
 from ckpt_tui.client.paging import OnPage
 from ckpt_tui.clock import FixedClock
@@ -198,12 +200,14 @@ class StallMeter:
 async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     runs, checkpoints = synthetic(count)
     FrameClock.reset()
+    backend = Backend.local(store)
     app = CkptApp(
-        Backend.local(store),
+        backend,
         LogDirSettings((), None),
         clock=FixedClock(NOW),
         poll_interval=0,
         log_check_interval=3600,
+        connect=partial(open_client, backend),
     )
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()

@@ -6,11 +6,13 @@ import argparse
 import os
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
@@ -85,13 +87,15 @@ def run(args: argparse.Namespace) -> int:
 
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
+    backend = Backend.local(paths.store)
     app = CkptApp(
-        Backend.local(paths.store),
+        backend,
         settings,
         clock=clock,
         poll_interval=args.poll,
         readonly=args.readonly,
         storage_rate=rate,
+        connect=partial(open_client, backend, readonly=args.readonly),
     )
     app.run()
     print(f"The demo stays in {paths.root}; to open it again:\n{open_commands(paths)}")

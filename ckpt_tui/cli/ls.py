@@ -9,6 +9,7 @@ from typing import Any
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.cli import options
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import (
     NoBackendError,
     backend_from_args,
@@ -18,7 +19,7 @@ from ckpt_tui.cli.common import (
     run_async,
 )
 from ckpt_tui.cli.documents.listing import table_lines, write_ls_json
-from ckpt_tui.client import Backend, CheckpointClient, ClientError
+from ckpt_tui.client import Backend, ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
 
 
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
 
 async def fetch(backend: Backend, settings: LogDirSettings) -> tuple[Snapshot, str]:
     """The snapshot, and the backend as start-up settled it (e.g. 'JWTs for the key from ...')."""
-    async with CheckpointClient(backend) as client:
+    async with await open_client(backend) as client:
         return await load_snapshot(client, settings), client.describe()
 
 

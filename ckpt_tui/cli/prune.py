@@ -18,6 +18,7 @@ from typing import Any
 
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.cli import options
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import (
     NoBackendError,
     backend_from_args,
@@ -30,7 +31,6 @@ from ckpt_tui.cli.documents.prune_plan import outcome_lines, plan_lines, plural,
 from ckpt_tui.cli.ls import choose_runs
 from ckpt_tui.client import (
     Backend,
-    CheckpointClient,
     ClientError,
     IncompleteListError,
     Outcome,
@@ -191,7 +191,7 @@ async def prune(
 
     `before_acting` sees the plan and where it acts before anything is deleted.
     """
-    async with CheckpointClient(backend, readonly=job.readonly) as client:
+    async with await open_client(backend, readonly=job.readonly) as client:
         snapshot = await load_snapshot(client, settings)
         if not snapshot.complete:
             raise IncompleteListError(

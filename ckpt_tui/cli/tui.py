@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import (
     NoBackendError,
     backend_from_args,
@@ -33,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         poll_interval=args.poll,
         readonly=args.readonly,
         storage_rate=rate,
+        connect=partial(open_client, backend, readonly=args.readonly),
     )
     app.run()
     return 0

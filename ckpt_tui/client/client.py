@@ -9,11 +9,9 @@ subclasses.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
@@ -36,7 +34,6 @@ from ckpt_tui.client.connection import Backend, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,
-    ConnectionFailed,
     IncompleteListError,
     ReadOnlyError,
     decoded,
@@ -101,13 +98,13 @@ def _checkpoint_route(path: TinkerPath, suffix: str = "") -> str:
 class CheckpointClient:
     """Talks to one backend. Use as `async with CheckpointClient(backend) as client:`.
 
-    `transport` replaces the network (e.g. `httpx.ASGITransport(app=...)`); in local mode the
-    server's app is built in-process over `Store.open(backend.local_store)`. `on_close` runs
-    at `aclose()` (e.g. to close a store the caller opened for `transport`). The first call
+    `transport` replaces the network (e.g. `httpx.ASGITransport(app=...)`); a local backend
+    needs one: the command line builds it (`ckpt_tui.cli.clients.open_client`), so the client
+    never imports the server or the store. `on_close` runs at `aclose()` (e.g. to close a
+    store the caller opened for `transport`). The first call
     starts up as the tinker SDK does (client config, then API key or JWT exchange): see
     ckpt_tui.client.session.
-    A `readonly` client refuses every change before sending it (ReadOnlyError), and opens a
-    local store read-only (no sweep of expired checkpoints either).
+    A `readonly` client refuses every change before sending it (ReadOnlyError).
     """
 
     def __init__(
@@ -125,8 +122,11 @@ class CheckpointClient:
         self.readonly = readonly
         self._on_close = on_close
         if transport is None and backend.local_store is not None:
-            transport, self._on_close = _local_transport(backend.local_store, readonly)
-        elif backend.local_store is None:
+            raise ValueError(
+                f"{backend.describe()}: a local store needs a transport "
+                "(ckpt_tui.cli.clients.open_client builds it)"
+            )
+        if transport is None:
             check_base_url(backend.base_url)
         self.session = Session(backend, self._send_start_up)
         self._http = httpx.AsyncClient(
@@ -135,30 +135,6 @@ class CheckpointClient:
             timeout=(timeouts or Timeouts()).to_httpx(),
             transport=transport,
             auth=self.session,
-        )
-
-    @classmethod
-    async def connect(
-        cls,
-        backend: Backend,
-        *,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-        readonly: bool = False,
-    ) -> CheckpointClient:
-        """Like the constructor, but opens a local store in a worker thread (a large store's
-        first scan takes a while; an event loop, e.g. a TUI's, stays responsive meanwhile)."""
-        if backend.local_store is None:
-            return cls(backend, timeouts=timeouts, retry=retry, readonly=readonly)
-        store = backend.local_store
-        transport, close = await asyncio.to_thread(_local_transport, store, readonly)
-        return cls(
-            backend,
-            transport=transport,
-            timeouts=timeouts,
-            retry=retry,
-            on_close=close,
-            readonly=readonly,
         )
 
     async def __aenter__(self) -> CheckpointClient:
@@ -417,21 +393,3 @@ def _progress_hook(on_progress: Progress | None) -> paging.OnPage[Any] | None:
 
 def _with_done(call: Call, status: int) -> Call:
     return Call(call.method, call.path, call.subject, call.params, call.body, frozenset({status}))
-
-
-def _local_transport(
-    store_path: Path, readonly: bool = False
-) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
-    """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper)."""
-    from ckpt_tui.server.app import create_app
-    from ckpt_tui.store import Store, StoreError
-
-    try:
-        # browsing writes nothing; read-only writes nothing at all (no sweep either)
-        readonly_or_detect = True if readonly else None
-        store = Store.open(store_path, create=False, lazy=True, readonly=readonly_or_detect)
-    except (StoreError, OSError) as exc:
-        message = f"could not open local store {store_path}: {exc}"
-        raise ConnectionFailed(message, detail=str(exc)) from None
-    app = create_app(store, sweep_interval=None)
-    return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close

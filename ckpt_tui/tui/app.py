@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import ClassVar
 
-import httpx
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -23,6 +22,8 @@ DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
 FRAMEWORK_TWINS = ("Keys", "Quit")
 """Textual's palette entries that ours already cover."""
+ClientOpener = Callable[[], Awaitable[CheckpointClient]]
+"""Opens the app's client: the command line builds it (a local store is served in-process)."""
 
 
 class CkptApp(App[None]):
@@ -44,7 +45,7 @@ class CkptApp(App[None]):
         clock: Clock = SYSTEM_CLOCK,
         poll_interval: float = DEFAULT_POLL_SECONDS,
         readonly: bool = False,
-        transport: httpx.AsyncBaseTransport | None = None,
+        connect: ClientOpener | None = None,
         log_check_interval: float = LOG_CHECK_SECONDS,
         storage_rate: float | None = None,
     ) -> None:
@@ -59,23 +60,22 @@ class CkptApp(App[None]):
         """USD per GiB-month; None: show no costs."""
         self.metrics_cache: dict[str, Metrics] = {}
         self.session_log = SessionLog(file=state_log_file())
-        self._transport = transport
+        self._connect = connect
         self._client: CheckpointClient | None = None
         self._client_lock = asyncio.Lock()
 
     async def get_client(self) -> CheckpointClient:
-        """The one client, made on first use (opening a local store can fail: ClientError).
+        """The one client, opened on first use by `connect` (opening a local store can fail:
+        ClientError); without `connect`, a client of the remote backend.
 
-        A local store is opened in a worker thread: a 100,000-checkpoint store takes over a
-        second to open, and the screen must show "Loading…" meanwhile, not freeze.
+        `connect` opens a local store in a worker thread: a 100,000-checkpoint store takes over
+        a second to open, and the screen must show "Loading…" meanwhile, not freeze.
         """
         async with self._client_lock:
-            if self._client is None and self._transport is not None:
-                self._client = CheckpointClient(
-                    self.backend, transport=self._transport, readonly=self.readonly
-                )
+            if self._client is None and self._connect is not None:
+                self._client = await self._connect()
             elif self._client is None:
-                self._client = await CheckpointClient.connect(self.backend, readonly=self.readonly)
+                self._client = CheckpointClient(self.backend, readonly=self.readonly)
         return self._client
 
     def describe_backend(self) -> str:

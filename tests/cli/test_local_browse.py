@@ -4,12 +4,14 @@ makes the metadata; an empty folder says where it looked; a missing one is refus
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main as cli_main
+from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
@@ -28,7 +30,9 @@ def tree(root: Path) -> list[str]:
 
 def local_app(root: Path, clock: FixedClock) -> CkptApp:
     settings = LogDirSettings((), runs_root=None)
-    return CkptApp(Backend.local(root), settings, clock=clock, poll_interval=0.0)
+    backend = Backend.local(root)
+    connect = partial(open_client, backend)
+    return CkptApp(backend, settings, clock=clock, poll_interval=0.0, connect=connect)
 
 
 @pytest.fixture(autouse=True)

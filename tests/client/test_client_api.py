@@ -14,14 +14,13 @@ from ckpt_tui.client import (
     BadRequestError,
     CheckpointClient,
     ConflictError,
-    ConnectionFailed,
     NotFoundError,
     RetryPolicy,
 )
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
 from tests.support.faulty_app import RecordedSleeps
-from tests.support.seed import BASE_MODEL, seed_store
+from tests.support.seed import BASE_MODEL, path_of, seed_store
 
 
 @pytest.fixture
@@ -34,10 +33,6 @@ async def client(server_url: str) -> AsyncIterator[CheckpointClient]:
 @pytest.fixture
 def made(store: Store) -> list[tuple[str, str]]:
     return seed_store(store, runs=3, per_run=4)
-
-
-def path_of(pair: tuple[str, str]) -> str:
-    return f"tinker://{pair[0]}/{pair[1]}"
 
 
 async def test_healthz(client: CheckpointClient) -> None:
@@ -140,20 +135,7 @@ async def test_bad_tinker_path_is_refused_before_sending(
     assert "refused before sending" in caught.value.message
 
 
-async def test_local_mode_serves_a_store_in_process(tmp_path: Path, clock: FixedClock) -> None:
-    root = tmp_path / "local"
-    local = Store.open(root, clock)
-    made = seed_store(local, runs=2, per_run=3)
-    local.close()
-    async with await CheckpointClient.connect(Backend.local(root)) as client:
-        assert client.backend.describe() == f"local store {root}"
-        listed = await client.list_all_checkpoints(page_size=4)
-        assert [c.tinker_path for c in listed] == [path_of(p) for p in reversed(made)]
-        await client.delete_checkpoint(listed[0])
-        assert len(await client.list_all_checkpoints()) == len(made) - 1
-
-
-async def test_local_mode_with_no_store_says_so(tmp_path: Path) -> None:
-    with pytest.raises(ConnectionFailed) as caught:
-        CheckpointClient(Backend.local(tmp_path / "missing"))
-    assert str(tmp_path / "missing") in caught.value.message
+def test_a_local_backend_without_a_transport_is_refused(tmp_path: Path) -> None:
+    """The client never opens a store itself: the command line hands it a transport."""
+    with pytest.raises(ValueError, match="needs a transport"):
+        CheckpointClient(Backend.local(tmp_path))

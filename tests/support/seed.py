@@ -29,3 +29,8 @@ def seed_store(store: Store, runs: int = 3, per_run: int = 4) -> list[tuple[str,
             made.append((run_id, checkpoint_id))
     made.sort(key=lambda pair: int(pair[1][-4:]) * runs + int(pair[0][-3:]))
     return made
+
+
+def path_of(pair: tuple[str, str]) -> str:
+    """The tinker path of a (run id, checkpoint id) pair as `seed_store` returns them."""
+    return f"tinker://{pair[0]}/{pair[1]}"

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app
@@ -55,7 +55,11 @@ def pictured_demo(
         transport = httpx.ASGITransport(app=wrap(server) if wrap else server)
         settings = LogDirSettings((paths.logs,), runs_root=None)
         backend = Backend.remote(PICTURE_URL)
-        yield CkptApp(backend, settings, clock=clock, poll_interval=0.0, transport=transport)
+
+        async def connect() -> CheckpointClient:
+            return CheckpointClient(backend, transport=transport)
+
+        yield CkptApp(backend, settings, clock=clock, poll_interval=0.0, connect=connect)
     finally:
         store.close()
 

@@ -1,0 +1,82 @@
+"""Clients for the backend the options name: the one place that composes client, server and store.
+
+A server is reached over HTTP. A local store (`--local`) is served by the server's own app,
+in-process through `httpx.ASGITransport`: the client only receives that transport, so it never
+imports the server or the store, and the TUI only receives the opener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from ckpt_tui.client import Backend, CheckpointClient, ConnectionFailed, RetryPolicy, Timeouts
+from ckpt_tui.server import create_app
+from ckpt_tui.store import Store, StoreError
+
+
+async def open_client(
+    backend: Backend,
+    *,
+    readonly: bool = False,
+    timeouts: Timeouts | None = None,
+    retry: RetryPolicy | None = None,
+) -> CheckpointClient:
+    """The client for `backend`; a local store is opened in a worker thread (a large store's
+    first scan takes a while: an event loop, e.g. the TUI's, stays responsive meanwhile).
+    ConnectionFailed if the local store cannot be opened."""
+    local = None
+    if backend.local_store is not None:
+        local = await asyncio.to_thread(local_transport, backend.local_store, readonly)
+    return _client(backend, local, readonly, timeouts, retry)
+
+
+def client_for(
+    backend: Backend,
+    *,
+    readonly: bool = False,
+    timeouts: Timeouts | None = None,
+    retry: RetryPolicy | None = None,
+) -> CheckpointClient:
+    """Like `open_client`, but a local store is opened here and now (blocking)."""
+    local = None
+    if backend.local_store is not None:
+        local = local_transport(backend.local_store, readonly)
+    return _client(backend, local, readonly, timeouts, retry)
+
+
+def _client(
+    backend: Backend,
+    local: tuple[httpx.AsyncBaseTransport, Callable[[], None]] | None,
+    readonly: bool,
+    timeouts: Timeouts | None,
+    retry: RetryPolicy | None,
+) -> CheckpointClient:
+    transport, close = local if local is not None else (None, None)
+    return CheckpointClient(
+        backend,
+        transport=transport,
+        on_close=close,
+        timeouts=timeouts,
+        retry=retry,
+        readonly=readonly,
+    )
+
+
+def local_transport(
+    store_path: Path, readonly: bool = False
+) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+    """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper),
+    and what closes the store. A read-only client opens the store read-only."""
+    try:
+        # browsing writes nothing; read-only writes nothing at all (no sweep either)
+        readonly_or_detect = True if readonly else None
+        store = Store.open(store_path, create=False, lazy=True, readonly=readonly_or_detect)
+    except (StoreError, OSError) as exc:
+        message = f"could not open local store {store_path}: {exc}"
+        raise ConnectionFailed(message, detail=str(exc)) from None
+    app = create_app(store, sweep_interval=None)
+    return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
