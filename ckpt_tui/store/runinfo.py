@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ckpt_tui.api_types import format_time, parse_time
-from ckpt_tui.store.discover.files import read_json
 from ckpt_tui.store.errors import InvalidRequestError
+from ckpt_tui.store.files import read_json
 from ckpt_tui.store.layout import RUN_JSON
 from ckpt_tui.store.times import from_us, to_us
 

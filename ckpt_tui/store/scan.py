@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt_tui.store.discover import FoundCheckpoint, FoundRun
-from ckpt_tui.store.discover.files import list_dir
 from ckpt_tui.store.discover.runs import mark_flags
 from ckpt_tui.store.discover.weights import folder_weights
+from ckpt_tui.store.files import list_dir
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
 from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row

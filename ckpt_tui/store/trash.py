@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from ckpt_tui.store.discover.files import read_json
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.files import read_json
 from ckpt_tui.store.layout import (
     META_DIR,
     TRASH_DIR,

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from ckpt_tui.bounded_json import MAX_JSON_DEPTH, BadJsonError, json_depth, parse_json_object
 from ckpt_tui.sizes import SafetensorsHeaderError, read_header_from
 from ckpt_tui.store.discover import hf_trainer, pretrained
-from ckpt_tui.store.discover.files import list_dir
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, PickleSummary, scan_pickle
 from ckpt_tui.store.discover.torch_zip import read_torch_file
+from ckpt_tui.store.files import list_dir
 from ckpt_tui.store.runinfo import read_run_info
 from ckpt_tui.training.records import read_checkpoints_jsonl
 from tests.support import layouts as L

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 
-from ckpt_tui.store.discover.files import FILE, read_capped
 from ckpt_tui.store.discover.model import FoundCheckpoint
 from ckpt_tui.store.discover.pickle_scan import scan_pickle
+from ckpt_tui.store.files import FILE, read_capped
 
 METADATA = ".metadata"
 OPTIMIZER_STRING = re.compile(rb"(?:\x8c.|X.{4}|\x8d.{8})optim", re.DOTALL)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 
-from ckpt_tui.store.discover.files import FILE, read_capped
 from ckpt_tui.store.discover.model import FoundCheckpoint, WeightFacts
 from ckpt_tui.store.discover.pretrained import apply_weights
 from ckpt_tui.store.discover.torch_zip import read_torch_file
+from ckpt_tui.store.files import FILE, read_capped
 
 NAME = re.compile(r"^global_step(\d+)$")
 LATEST = "latest"

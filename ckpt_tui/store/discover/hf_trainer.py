@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import re
 
-from ckpt_tui.store.discover.files import DIR, FILE, read_json
 from ckpt_tui.store.discover.model import FoundCheckpoint, number_text
 from ckpt_tui.store.discover.pretrained import apply_weights
 from ckpt_tui.store.discover.weights import config_facts, folder_weights
+from ckpt_tui.store.files import DIR, FILE, read_json
 
 NAME = re.compile(r"^(tmp-)?checkpoint-(\d+)$")
 TRAINER_STATE = "trainer_state.json"

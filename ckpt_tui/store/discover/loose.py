@@ -8,11 +8,11 @@ reason they cannot be read.
 
 from __future__ import annotations
 
-from ckpt_tui.store.discover.files import strip_temp
 from ckpt_tui.store.discover.model import RESERVED_FACTS, FoundCheckpoint, WeightFacts
 from ckpt_tui.store.discover.pretrained import apply_weights
 from ckpt_tui.store.discover.torch_zip import TorchFacts, read_torch_file
 from ckpt_tui.store.discover.weights import safetensors_facts
+from ckpt_tui.store.files import strip_temp
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 SAFETENSORS = ".safetensors"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ckpt_tui.store.discover.files import FILE
 from ckpt_tui.store.discover.model import FoundCheckpoint, WeightFacts
 from ckpt_tui.store.discover.weights import config_facts, folder_weights
+from ckpt_tui.store.files import FILE
 
 CONFIG_FILES = ("config.json", "adapter_config.json")
 WEIGHT_FILES = ("pytorch_model.bin", "adapter_model.bin")

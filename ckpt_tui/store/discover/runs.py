@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection
 
-from ckpt_tui.store.discover.files import lstat_or_none
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
+from ckpt_tui.store.files import lstat_or_none
 from ckpt_tui.store.names import UnsafeNameError, check_name
 from ckpt_tui.store.runinfo import RunInfo
 from ckpt_tui.store.times import ns_to_us

@@ -15,8 +15,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ckpt_tui.store.discover.files import open_regular
 from ckpt_tui.store.discover.pickle_scan import PickleSummary, StorageRef, TensorRef, scan_pickle
+from ckpt_tui.store.files import open_regular
 
 OPTIMIZER_KEYS = frozenset(
     {"optimizer", "optimizer_state_dict", "optimizer_states", "optimizer_state", "optim"}

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loose, pretrained
-from ckpt_tui.store.discover.files import DIR, FILE, list_dir, lstat_or_none
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import build_run, run_id_for
+from ckpt_tui.store.files import DIR, FILE, list_dir, lstat_or_none
 from ckpt_tui.store.layout import META_DIR, RUNS_DIR
 from ckpt_tui.store.settle import FilesLook, look_at
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 
 from ckpt_tui.sizes import SafetensorsHeaderError, read_header_from
-from ckpt_tui.store.discover.files import FILE, open_regular, read_json, temp_files
 from ckpt_tui.store.discover.model import WeightFacts, number_text
 from ckpt_tui.store.discover.torch_zip import read_torch_file
+from ckpt_tui.store.files import FILE, open_regular, read_json, temp_files
 
 TORCH_WEIGHT_FILES = ("pytorch_model.bin", "adapter_model.bin", "model.pt", "model.bin")
 TRUNCATION_HINTS = ("more than the file holds", "past the end of the file", "too short")

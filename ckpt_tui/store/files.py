@@ -1,4 +1,5 @@
-"""Careful file access for discovery: regular files only, bounded reads, no links followed.
+"""Careful file access for the store and discovery: regular files only, bounded reads, no links
+followed.
 
 Discovery looks at folders a training job may still be writing, so nothing here blocks (a FIFO
 named `model.pt` is refused, not opened for a blocking read) or reads more than it must.
