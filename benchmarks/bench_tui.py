@@ -50,7 +50,7 @@ from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.browse import BrowseScreen
+from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.widgets import FastTable
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -156,13 +156,13 @@ class PageSource:
         return WeightsInfo("Qwen/Qwen3-8B", True, 32)
 
 
-async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float, float]:
+async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, float]:
     """Milliseconds from the first page to rows on screen, and from the last page to the end."""
     first_shown = asyncio.Event()
 
     def on_partial(snapshot: Snapshot) -> None:
         FrameClock.painted.clear()
-        screen.apply_snapshot(snapshot)
+        screen.feed.apply_snapshot(snapshot)
         first_shown.set()
 
     settings = LogDirSettings((), None)
@@ -172,7 +172,7 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
     first = await FrameClock.since(source.first_page_at)
     snapshot = await task
     FrameClock.painted.clear()
-    screen.apply_snapshot(snapshot)
+    screen.feed.apply_snapshot(snapshot)
     last = await FrameClock.since(source.last_page_at)
     screen.warm_up()  # as the app's loader does after the final snapshot
     await screen.app.workers.wait_for_complete()
@@ -212,7 +212,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()
         screen = app.screen
-        assert isinstance(screen, BrowseScreen)
+        assert isinstance(screen, MainScreen)
         await pilot.press("2")
         await pilot.pause(0.1)
         FrameClock.painted = asyncio.Event()
@@ -223,7 +223,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         FrameClock.painted.clear()
         start = time.perf_counter()
         snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
-        screen.apply_snapshot(snapshot)
+        screen.feed.apply_snapshot(snapshot)
         arrival = await FrameClock.since(start)
         screen.warm_up()  # as the app's loader does after the final snapshot
         await app.workers.wait_for_complete()

@@ -170,6 +170,13 @@ def describe_expiry(expires_at: datetime | None, now: datetime) -> str:
 ExpiryState = Literal["never", "expired", "soon", "later"]
 
 
+def format_created(created: datetime | None, now: datetime) -> str:
+    """'2 hours ago' (the past's counterpart of `describe_expiry`); '-' when not known."""
+    if created is None:
+        return "-"
+    return str(humanize.naturaltime(now - created))
+
+
 def expiry_state(expires_at: datetime | None, now: datetime) -> ExpiryState:
     """Which of never / expired / soon (< 24 h left) / later an expiry is."""
     if expires_at is None:

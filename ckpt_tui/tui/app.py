@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App, SystemCommand
@@ -16,8 +17,12 @@ from ckpt_tui.client import Backend, CheckpointClient
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
+from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.quit_dialog import QuitDialog
 from ckpt_tui.tui.session_log import SessionLog, state_log_file
 
+STYLESHEET = Path(__file__).with_name("app.tcss")
+"""The one stylesheet: every screen's and dialog's rules."""
 DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
 FRAMEWORK_TWINS = ("Keys", "Quit")
@@ -29,7 +34,7 @@ ClientOpener = Callable[[], Awaitable[CheckpointClient]]
 class CkptApp(App[None]):
     """ckpt-tui: browse and act on checkpoints through the checkpoint REST API only."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = STYLESHEET
     TITLE = "ckpt-tui"
     # ctrl+c quits as q does (asking first while an action runs), rather than a toast that
     # says which key quits; priority: a text box's copy must not swallow it.
@@ -84,23 +89,17 @@ class CkptApp(App[None]):
         return client.describe() if client is not None else self.backend.describe()
 
     def get_default_screen(self) -> Screen[None]:
-        from ckpt_tui.tui.screens.main import MainScreen
-
-        return MainScreen()
+        return MainScreen(self)
 
     def running_action(self) -> str | None:
         """What a change still running says it is doing ("Deleting 12 of 40…"), or None."""
-        from ckpt_tui.tui.screens.main import MainScreen
-
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen) and screen.running is not None:
-                return screen.bulk_progress or screen.running.label
+            if isinstance(screen, MainScreen) and (running := screen.changes.running) is not None:
+                return screen.bulk_progress or running.label
         return None
 
     async def action_quit(self) -> None:
         """q, ctrl+c and ctrl+q: quit at once, or ask first while a change is still running."""
-        from ckpt_tui.tui.screens.quit_dialog import QuitDialog
-
         running = self.running_action()
         if running is None:
             self.exit()

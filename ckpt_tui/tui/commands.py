@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,23 @@ ACTION_COMMANDS: tuple[Command, ...] = (
 def bindings(commands: Iterable[Command]) -> list[Binding]:
     """Bindings for the given commands."""
     return [command.binding() for command in commands]
+
+
+FOOTER_FIRST = ("quit", "help")
+
+
+def actions_early(browse: list[BindingType], actions: list[Binding]) -> list[BindingType]:
+    """The footer shows bindings in this order, and a narrow terminal cuts its end: quit and
+    help, then the actions (p, t, d, K), then the browsing keys."""
+
+    def first(binding: BindingType) -> bool:
+        return isinstance(binding, Binding) and binding.action in FOOTER_FIRST
+
+    return [
+        *filter(first, browse),
+        *actions,
+        *(binding for binding in browse if not first(binding)),
+    ]
 
 
 def change_keys(actions: Iterable[str]) -> list[str]:

@@ -6,12 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-import humanize
 from rich.cells import cell_len
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.sizes import format_size, format_total
-from ckpt_tui.ttl import describe_expiry, expiry_state
+from ckpt_tui.ttl import describe_expiry, expiry_state, format_created
 from ckpt_tui.tui.widgets import Cell, Column
 
 RUN_COLUMNS = [
@@ -112,12 +111,6 @@ def wanted_widths(rows: Sequence[CheckpointRow]) -> dict[str, int]:
 
 def minimum_width(columns: Sequence[Column]) -> int:
     return 2 + sum(column.width + 1 for column in columns)
-
-
-def format_created(created: datetime | None, now: datetime) -> str:
-    if created is None:
-        return "-"
-    return str(humanize.naturaltime(now - created))
 
 
 def expiry_cell(expires_at: datetime | None, now: datetime, missing: bool = False) -> Cell:

@@ -1,6 +1,7 @@
 """What the browse screen shows, as plain data: view, filter, sort, metric and window.
 
-No Textual here: the screen keeps one `BrowseState` and asks it for the rows to show.
+No Textual here: the screen keeps one `BrowseState` (a new one for every change of the user's
+choices) and asks it for the rows to show.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def sort_runs(runs: Sequence[RunSummary], sort: RunSort) -> list[RunSummary]:
     return [run for _, run in present] + absent
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrowseState:
     """The user's choices; they survive refreshes."""
 
@@ -102,11 +103,13 @@ class BrowseState:
     def window(self) -> timedelta:
         return EXPIRING_WINDOWS[self.window_index]
 
-    def cycle_view(self) -> None:
-        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+    def cycled_view(self) -> BrowseState:
+        return replace(self, view=VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)])
 
-    def cycle_window(self) -> None:
-        self.window_index = (self.window_index + 1) % len(EXPIRING_WINDOWS)
+    def cycled_window(self) -> BrowseState:
+        """The next expiring-soon window, shown in the expiring-soon view."""
+        window_index = (self.window_index + 1) % len(EXPIRING_WINDOWS)
+        return replace(self, view="expiring", window_index=window_index)
 
     def describe(self) -> str:
         """'By run · sort created ↑ · filter "abc"' for the status line."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Set
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -11,9 +12,6 @@ from ckpt_tui.catalog import Catalog, stored_only
 from ckpt_tui.cost import format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
 from ckpt_tui.ttl import describe_expiry
-
-if TYPE_CHECKING:
-    from ckpt_tui.tui.screens.browse import BrowseScreen
 
 
 def with_cost(size: SizeTotal, rate: float | None) -> str:
@@ -74,15 +72,13 @@ def header_line(parts: list[str], backend: str, readonly: bool = False) -> Text:
     return text
 
 
-def marked_text(screen: BrowseScreen) -> str:
-    catalog = screen.catalog
-    marks = screen.checkpoints_table.marks
+def marked_text(catalog: Catalog | None, marks: Set[Hashable], rate: float | None) -> str:
+    """'3 marked · 12.0 GiB', with the monthly cost at a storage `rate`."""
     if not marks or catalog is None:
         return ""
     marked = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
     rows = stored_only(marked)
     size = total(row.size for row in rows)
-    rate = screen.ckpt_app.storage_rate
     text = f"{len(rows):,} marked · {format_total(size)}"
     if rate is not None:
         text += f" · {format_cost(monthly_cost(size, rate))}"
@@ -90,41 +86,59 @@ def marked_text(screen: BrowseScreen) -> str:
     return text + (f" (+{skipped} not stored, skipped)" if skipped else "")
 
 
-def status_text(screen: BrowseScreen, now: datetime) -> Text:
+@dataclass(frozen=True)
+class StatusFacts:
+    """Everything the status line says, as plain values (the screen keeps them current)."""
+
+    browsing: str = ""
+    """The view, sort and filter: `BrowseState.describe()`."""
+    view_counts: str = ""
+    fetching: bool = False
+    refreshing: bool = False
+    progress: tuple[int, int] | None = None
+    bulk_progress: str = ""
+    marked: str = ""
+    no_log_dirs: str = ""
+    """Why no training logs are shown, when runs are listed but none of their logs was found."""
+    dropped_marks: str = ""
+    new_above: int = 0
+    incomplete: bool = False
+    error: str | None = None
+
+
+def loading_text(facts: StatusFacts) -> str:
+    """'1,000 of 5,000 loaded' while the first load fills in, 'Refreshing…' over a view."""
+    if not facts.fetching:
+        return ""
+    loaded = facts.progress
+    count = f"{loaded[0]:,} of {loaded[1]:,}" if loaded else ""
+    if not facts.refreshing:
+        return f"{count} loaded" if count else "Loading…"
+    return f"Refreshing {count}" if count else "Refreshing…"
+
+
+def status_text(facts: StatusFacts) -> Text:
     """View and sort on the left; marks, loading progress and errors on the right."""
-    text = Text(screen.state.describe())
-    if screen.view_counts:
+    text = Text(facts.browsing)
+    if facts.view_counts:
         text.append(" · ")
-        text.append(screen.view_counts, style="bold")
-    extras = []
-    if screen.fetching:
-        loaded = screen.progress
-        count = f"{loaded[0]:,} of {loaded[1]:,}" if loaded else ""
-        if not screen.refreshing:
-            extras.append(f"{count} loaded" if count else "Loading…")
-        else:
-            extras.append(f"Refreshing {count}" if count else "Refreshing…")
-    bulk = getattr(screen, "bulk_progress", "")
-    if bulk:
-        extras.append(bulk)
-    marked = marked_text(screen)
-    if marked:
-        extras.append(marked)
-    snapshot = screen.snapshot
-    if snapshot and snapshot.catalog.runs and not snapshot.discovery.log_dirs and not screen.error:
-        extras.append(screen.ckpt_app.log_settings.nothing_found())
-    if screen.dropped_marks is not None:
-        extras.append(screen.dropped_marks[0])
-    if screen.new_above:
-        extras.append(f"{len(screen.new_above):,} new above")
-    for extra in extras:
+        text.append(facts.view_counts, style="bold")
+    new_above = f"{facts.new_above:,} new above" if facts.new_above else ""
+    extras = [
+        loading_text(facts),
+        facts.bulk_progress,
+        facts.marked,
+        "" if facts.error else facts.no_log_dirs,
+        facts.dropped_marks,
+        new_above,
+    ]
+    for extra in filter(None, extras):
         text.append("  │  ")
         text.append(extra, style="bold")
-    snapshot = screen.snapshot
-    if snapshot is not None and snapshot.incomplete and not screen.fetching:
+    if facts.incomplete and not facts.fetching:
         text.append("  │  ")
         text.append("Incomplete list: some checkpoints may not be shown", style="bold yellow")
-    if screen.error:
+    if facts.error:
         text.append("  │  ")
-        text.append(f"Backend error (r retries): {screen.error}", style="bold red")
+        text.append(f"Backend error (r retries): {facts.error}", style="bold red")
     return text

@@ -169,14 +169,14 @@ async def test_bulk_delete_with_failures_then_retry(
         assert app.session_log.entries[-1].summary == "Deleted 4 of 6; 2 failed"
         failed = {r.tinker_path for r in victims if r.name == "000200"}
         assert checkpoints(app).marks == failed  # failed ones stay marked
-        assert set(screen_of(app).failures) == failed  # with their error shown inline
+        assert set(screen_of(app).changes.failures) == failed  # with their error shown inline
         assert [demo.holds(r) for r in victims] == [r.name == "000200" for r in victims]
         faulty.fail_names(set())
         await pilot.press("R")
         await settle(pilot)
         assert not any(demo.holds(r) for r in victims)
         assert app.session_log.entries[-1].summary == "Deleted 2 of 2"
-        assert screen_of(app).failures == {}
+        assert screen_of(app).changes.failures == {}
 
 
 DAY = timedelta(days=1)

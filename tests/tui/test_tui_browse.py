@@ -10,8 +10,8 @@ from textual import events
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
-from ckpt_tui.tui.screens.browse import BrowseScreen
 from ckpt_tui.tui.screens.help import help_sections
+from ckpt_tui.tui.screens.main import MainScreen
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
@@ -101,7 +101,7 @@ async def test_keys_typed_in_one_burst_after_slash_go_into_the_filter(demo: Serv
         assert state.filter_text == "r1"
         assert state.view == "all"
         await pilot.press("slash", "w")  # inside the box, "/" is just a character
-        assert state.filter_text == "r1/w"
+        assert screen_of(app).state.filter_text == "r1/w"
 
 
 def burst(app: CkptApp, *keys: str) -> None:
@@ -123,7 +123,7 @@ async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: Served
         assert checkpoints(app).cursor_row == 1
         burst(app, "slash", "x", "escape", "j")
         await settle(pilot)
-        assert state.filter_text == ""  # cleared, and the "j" did not land in the hidden box
+        assert screen_of(app).state.filter_text == ""  # cleared; the "j" went to the table
         assert app.focused is checkpoints(app)
 
 
@@ -208,7 +208,7 @@ async def test_help_lists_every_key(demo: ServedDemo) -> None:
         for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):  # the whole list scrolls
             assert f"{command.title}: {command.help}" in listed
         await pilot.press("escape")
-        assert isinstance(app.screen, BrowseScreen)
+        assert isinstance(app.screen, MainScreen)
 
 
 async def test_a_failing_backend_shows_what_to_do_and_r_retries(

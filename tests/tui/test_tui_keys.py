@@ -82,7 +82,7 @@ async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> Non
         await settle(pilot)
         assert not demo.holds(row)
         assert type(app.screen).__name__ == "MainScreen"
-        assert screen_of(app).running is None
+        assert screen_of(app).changes.running is None
 
 
 async def test_p_asks_with_cancel_focused_and_enter_changes_nothing(demo: ServedDemo) -> None:
@@ -121,7 +121,7 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
             row = highlighted(app)
             await pilot.press("t", "enter")  # the first preset: extend by 1 day
             await pilot.pause()
-            assert screen_of(app).running is not None
+            assert screen_of(app).changes.running is not None
             for key in ("q", "ctrl+c"):
                 await pilot.press(key)
                 await pilot.pause()
@@ -152,7 +152,7 @@ async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyA
             await settle(pilot)
             await pilot.press("down", "d", "y")  # a plain sampler checkpoint: y deletes
             await pilot.pause()
-            assert screen_of(app).running is not None
+            assert screen_of(app).changes.running is not None
             await pilot.press("q")
             await pilot.pause()
             assert app.is_running and type(app.screen).__name__ == "QuitDialog"

@@ -16,7 +16,6 @@ from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview
 from ckpt_tui.tui.screens.main import MainScreen
-from ckpt_tui.tui.status import marked_text
 from tests.support.demo_fixture import ServedDemo
 from tests.support.dialogs import shown_text
 from tests.support.tui import checkpoints, make_app, runs, screen_of, settle
@@ -157,7 +156,7 @@ async def test_marked_checkpoints_scope_their_runs(demo: ServedDemo) -> None:
         marked = [run_named(app, name).stored_rows[0] for name in (SFT, "rl/qwen3-8b-math")]
         checkpoints(app).set_marks([row.tinker_path for row in marked])
         await pilot.pause()
-        assert marked_text(screen_of(app)).endswith("/mo")  # the marked set's cost
+        assert screen_of(app).marked.endswith("/mo")  # the marked set's cost
         await keep_policy(pilot, app)
         dialog = app.screen
         assert isinstance(dialog, KeepPolicyScreen)
@@ -180,7 +179,7 @@ async def test_header_shows_the_monthly_cost_only_with_a_rate(demo: ServedDemo) 
             await settle(pilot)
             header = shown_text(screen_of(app).query_one("#header-line", Static))
             assert ("/mo)" in header) is wanted
-            assert ("$" in marked_text(screen_of(app))) is False  # nothing marked
+            assert ("$" in screen_of(app).marked) is False  # nothing marked
 
 
 async def test_readonly_refuses_the_keep_policy(demo: ServedDemo) -> None:

@@ -44,13 +44,13 @@ async def test_refresh_keeps_every_row_and_the_cursor_until_the_new_list_is_whol
         assert checkpoints(app).move_cursor_to_key(target)
         screen = screen_of(app)
         counts: list[int] = []
-        original = screen.apply_snapshot
+        original = screen.feed.apply_snapshot
 
         def counted(snapshot: Snapshot) -> None:
             counts.append(len(snapshot.catalog.rows))
             original(snapshot)
 
-        screen.apply_snapshot = counted  # type: ignore[method-assign]
+        screen.feed.apply_snapshot = counted  # type: ignore[method-assign]
         await pilot.press("r")
         await settle(pilot)
         assert counts == [COUNT]  # one whole snapshot, no first-page view in between

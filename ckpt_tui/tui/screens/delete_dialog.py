@@ -24,8 +24,8 @@ from textual.widgets import Button, Input, Label, Static
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_size, format_total, total
+from ckpt_tui.ttl import format_created
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT
-from ckpt_tui.tui.render import format_created
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
 
 DeleteChoice = Literal["cancel", "delete", "expire"]

@@ -8,21 +8,28 @@ apply; "expire instead" sets the chosen TTL on the same checkpoints.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from ckpt_tui.catalog import Catalog, RunSummary
 from ckpt_tui.ttl import format_duration
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction
-from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.bulk_action import BulkAction
+from ckpt_tui.tui.screens.changes import Changes
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
 
-if TYPE_CHECKING:
-    from ckpt_tui.tui.screens.main import MainScreen
+
+@dataclass(frozen=True)
+class Selection:
+    """What the user points at on the browse screen: marked checkpoints and the highlighted run."""
+
+    marks: frozenset[Hashable] = frozenset()
+    highlighted_run: str | None = None
+    """The run list's highlighted run in the by-run view, else the highlighted checkpoint's."""
 
 
-def policy_scope(screen: MainScreen, catalog: Catalog) -> tuple[list[RunSummary], str]:
+def policy_scope(selection: Selection, catalog: Catalog) -> tuple[list[RunSummary], str]:
     """The runs a keep policy starts on, and how the dialog names them."""
-    marks = screen.checkpoints_table.marks
+    marks = selection.marks
     if marks:
         run_ids = {catalog.row_by_path[key].run_id for key in marks if key in catalog.row_by_path}
         runs = [run for run in catalog.runs if run.run_id in run_ids]
@@ -30,63 +37,63 @@ def policy_scope(screen: MainScreen, catalog: Catalog) -> tuple[list[RunSummary]
         noun = "checkpoint" if count == 1 else "checkpoints"
         holding = "the run" if len(runs) == 1 else f"the {len(runs)} runs"
         return runs, f"{holding} holding the {count:,} marked {noun}"
-    run_id = screen.state.run_id
-    if screen.state.view != "runs":
-        row = screen.checkpoints_table.cursor_value
-        run_id = None if row is None else row.run_id
+    run_id = selection.highlighted_run
     run = None if run_id is None else catalog.run(run_id)
     if run is None:
         return list(catalog.runs), f"all {len(catalog.runs)} runs"
     return [run], run.display_name
 
 
-async def keep_policy_flow(screen: MainScreen) -> None:
+def selection_of(changes: Changes) -> Selection:
+    host = changes.host
+    table, state = host.checkpoints_table, host.state
+    run_id = state.run_id
+    if state.view != "runs":
+        row = table.cursor_value
+        run_id = None if row is None else row.run_id
+    return Selection(table.marks, run_id)
+
+
+async def keep_policy_flow(changes: Changes) -> None:
     """Open the dialog; then confirm and start the deletion, or set the TTL instead."""
-    if not screen.can_change("applying a keep policy"):
+    if not changes.can_change("applying a keep policy"):
         return
-    catalog = screen.catalog
-    if catalog is None or not catalog.runs:
-        screen.notify("Nothing loaded yet: wait for the runs to appear, then press k again.")
+    host = changes.host
+    snapshot = host.snapshot
+    if snapshot is None or not snapshot.catalog.runs:
+        host.notify("Nothing loaded yet: wait for the runs to appear, then press k again.")
         return
-    snapshot = screen.snapshot
-    if snapshot is not None and snapshot.incomplete:
-        screen.notify(
+    if snapshot.incomplete:
+        host.notify(
             f"No keep policy on a partial list: {snapshot.incomplete}. Refresh (r) and try "
             "again once the whole list is read.",
             severity="warning",
             markup=False,
         )
         return
-    runs, label = policy_scope(screen, catalog)
-    app = screen.ckpt_app
+    catalog = snapshot.catalog
+    runs, label = policy_scope(selection_of(changes), catalog)
+    services = changes.services
     dialog = KeepPolicyScreen(
         runs,
         label,
-        app.clock.now(),
-        app.storage_rate,
+        services.clock.now(),
+        services.storage_rate,
         all_runs=list(catalog.runs),
-        backend=app.describe_backend(),
+        backend=services.describe_backend(),
     )
-    outcome = await app.push_screen_wait(dialog)
+    outcome = await host.app.push_screen_wait(dialog)
     if outcome is not None:
-        await carry_out(screen, outcome)
+        await carry_out(changes, outcome)
 
 
-async def carry_out(screen: MainScreen, outcome: PolicyOutcome) -> None:
+async def carry_out(changes: Changes, outcome: PolicyOutcome) -> None:
     rows = outcome.plan.to_delete
     paths = [row.tinker_path for row in rows]
     if outcome.mode == "ttl":
         seconds = outcome.ttl_seconds
         label = f"expire in {format_duration(seconds or 0)} (keep policy)"
-        screen.start(BulkAction("ttl", paths, label, dict.fromkeys(paths, seconds)))
+        changes.start(BulkAction("ttl", paths, label, dict.fromkeys(paths, seconds)))
         return
-    now = screen.ckpt_app.clock.now()
-    backend = screen.ckpt_app.describe_backend()
-    dialog = DeleteDialog(rows, screen.hidden_count(rows), now, backend)
-    choice = await screen.app.push_screen_wait(dialog)
-    if choice == "delete":
-        screen.start(BulkAction("delete", paths, "delete (keep policy)"))
-    elif choice == "expire":
-        screen.start(
-            BulkAction("expire", paths, f"expire in {EXPIRE_INSTEAD_TEXT} instead of deleting")
-        )
+    choice = await changes.host.app.push_screen_wait(changes.delete_dialog(rows))
+    changes.delete_chosen(paths, "delete (keep policy)", choice)

@@ -1,0 +1,39 @@
+"""What the plain objects working for the main screen (its feed, its changes) use of it.
+
+They name the screen by these protocols, never by its class, so no module imports back.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from textual.app import App
+from textual.notifications import SeverityLevel
+
+from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.tui.services import Services
+from ckpt_tui.tui.widgets.fast_table import FastTable
+
+
+class ScreenHost(Protocol):
+    """The app's services, the screen's rows and table, and its notices."""
+
+    services: Services
+    row_cache: RowCache
+
+    @property
+    def app(self) -> App[object]: ...
+
+    @property
+    def checkpoints_table(self) -> FastTable[CheckpointRow]: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...

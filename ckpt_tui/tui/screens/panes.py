@@ -1,0 +1,87 @@
+"""Filling the browse screen's two tables from a catalog and the user's choices, and what a
+click on their headers sorts by."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.catalog.query import Sort, SortKey
+from ckpt_tui.tui import render
+from ckpt_tui.tui.state import (
+    BrowseState,
+    RunSort,
+    RunSortKey,
+    SortedRows,
+    counts_text,
+    current_metric,
+    visible_rows,
+    visible_runs,
+)
+from ckpt_tui.tui.widgets import Column, FastTable
+
+RUN_SORT_COLUMNS: dict[str, RunSortKey] = {"name": "name", "size": "size", "expiry": "expiry"}
+"""The runs pane's headers a click sorts by."""
+RUN_SORT_INDICATOR = {key: column for column, key in RUN_SORT_COLUMNS.items()}
+CHECKPOINT_SORT_COLUMNS: dict[str, SortKey] = {
+    "name": "name",
+    "size": "size",
+    "created": "created",
+    "expires": "expiry",
+    "metric": "metric",
+}
+"""The checkpoints pane's headers a click sorts by."""
+
+
+def clicked_run_sort(state: BrowseState, key: RunSortKey) -> BrowseState:
+    """A click on a runs header sorts by it; a second click reverses."""
+    sort = state.run_sort
+    return replace(state, run_sort=sort.flipped() if sort.key == key else RunSort(key))
+
+
+def clicked_sort(state: BrowseState, key: SortKey) -> BrowseState:
+    """A click on a checkpoints header sorts by it; a second click reverses."""
+    sort = state.sort
+    new = sort.flipped() if sort.key == key else Sort(key, False, sort.metric)
+    return replace(state, sort=new)
+
+
+def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
+    """Change a table's columns only when they differ (a change repaints every line)."""
+    if tuple(columns) != table.columns:
+        table.set_columns(columns)
+
+
+def show_panes(
+    runs_table: FastTable[RunSummary],
+    table: FastTable[CheckpointRow],
+    catalog: Catalog | None,
+    state: BrowseState,
+    now: datetime,
+    sorted_rows: SortedRows,
+    screen_width: int,
+) -> tuple[str | None, str]:
+    """Fill both tables for `state`; the metric column's key and the status line's counts."""
+    runs_table.display = state.view == "runs"
+    # A pane that was hidden (views 2 and 3) has no width until the next layout: the
+    # screen's is the one it will get, so the Base model column is not dropped.
+    width = max(runs_table.size.width or screen_width, 40)
+    set_columns(runs_table, render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS))
+    if catalog is None:
+        return None, ""
+    metric_key = current_metric(catalog, state)
+    if runs_table.display:
+        runs_table.set_rows(visible_runs(catalog, state, sorted_rows))
+        run_sort = state.run_sort
+        column = RUN_SORT_INDICATOR.get(run_sort.key) if run_sort.key else None
+        runs_table.set_sort_indicator(column, run_sort.reverse != (column == "size"))
+    columns = render.checkpoint_columns(metric_key, state.view != "runs")
+    rows = visible_rows(catalog, state, now, sorted_rows)
+    width = max(table.size.width - 2, 40)  # a scrollbar may take 2
+    set_columns(table, render.fit_columns(columns, width, wants=render.wanted_widths(rows)))
+    table.set_rows(rows)
+    indicator = None if state.view == "expiring" else state.sort.key
+    table.set_sort_indicator("metric" if indicator == "metric" else indicator, state.sort.reverse)
+    return metric_key, counts_text(catalog, state, now, sorted_rows, rows)
