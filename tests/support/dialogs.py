@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
+from ckpt_tui.tui.app import STYLESHEET
 from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -75,7 +76,12 @@ def public_and_private(public: int, private: int) -> list[CheckpointRow]:
 
 
 class DialogApp(App[None], Generic[R]):
-    """Opens one dialog on mount by `push_screen_wait` (as the actions do); keeps the results."""
+    """Opens one dialog on mount by `push_screen_wait` (as the actions do); keeps the results.
+
+    It styles the dialog with the app's own stylesheet, where the dialogs' rules are.
+    """
+
+    CSS_PATH = STYLESHEET
 
     def __init__(self, make: Callable[[], Screen[R]]) -> None:
         super().__init__()

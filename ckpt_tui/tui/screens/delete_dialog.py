@@ -116,22 +116,7 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
 class DeleteDialog(ModalScreen[DeleteChoice]):
     """Delete `rows`? Returns "cancel", "delete" or "expire" (set a 1-day TTL instead)."""
 
-    DEFAULT_CSS = """
-    DeleteDialog { align: center middle; }
-    DeleteDialog #delete-box {
-        width: 100; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $error; background: $surface;
-    }
-    DeleteDialog #delete-title { text-style: bold; height: 1; }
-    DeleteDialog #delete-backend { color: $text-muted; height: 1; }
-    DeleteDialog #delete-rows { height: auto; }
-    DeleteDialog .warning { color: $warning; text-style: bold; height: auto; }
-    DeleteDialog #delete-word { width: 30; }
-    DeleteDialog #delete-buttons { height: 3; }
-    DeleteDialog #delete-buttons Button { margin-right: 2; }
-    DeleteDialog #delete-hint { color: $text-muted; height: 1; }
-    DeleteDialog #delete-hint.-attention { color: $warning; text-style: bold reverse; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     AUTO_FOCUS = "#delete-word, #delete-cancel"
     """The first in the dialog: the word's box when the word is needed, else Cancel."""
@@ -155,10 +140,10 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
 
     def compose(self) -> ComposeResult:
         count = len(self.rows)
-        with Vertical(id="delete-box"):
+        with Vertical(id="delete-box", classes="dialog-box -error"):
             title = f"Delete {count} {plural(count, 'checkpoint', 'checkpoints')}?"
-            yield Static(Text(title), id="delete-title")
-            yield Static(Text(f"on {self.backend}"), id="delete-backend")
+            yield Static(Text(title), id="delete-title", classes="dialog-title")
+            yield Static(Text(f"on {self.backend}"), id="delete-backend", classes="dialog-backend")
             yield Static("", id="delete-rows")
             yield Static(freed_text(self.rows), id="delete-freed")
             for line in self.warnings:
@@ -166,7 +151,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
             if self.needs_word:
                 yield Label(f"To confirm, type {CONFIRM_WORD} and press Enter:")
                 yield Input(placeholder="type the word here", id="delete-word")
-            with Horizontal(id="delete-buttons"):
+            with Horizontal(id="delete-buttons", classes="dialog-buttons"):
                 yield Button("Cancel", id="delete-cancel")
                 yield Button(
                     "Delete", variant="error", id="delete-confirm", disabled=self.needs_word
@@ -176,7 +161,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
                     variant="warning",
                     id="delete-expire",
                 )
-            yield Static(self.hint(), id="delete-hint")
+            yield Static(self.hint(), id="delete-hint", classes="dialog-hint")
 
     def hint(self) -> str:
         if self.needs_word:

@@ -51,12 +51,13 @@ def help_text() -> Table:
 class HelpScreen(ModalScreen[None]):
     """A scrollable list of keys; any of escape, q or ? closes it, as its title and frame say."""
 
+    DEFAULT_CLASSES = "dialog"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "close", "Close"),
     ]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box") as box:
+        with VerticalScroll(id="help-box", classes="dialog-box") as box:
             box.border_subtitle = CLOSE_HINT
             title = Text.assemble(("ckpt-tui keys", "bold"), f"  ({CLOSE_HINT})")
             yield Static(title, id="help-title")

@@ -67,30 +67,7 @@ def number_input(field_id: str, placeholder: str) -> Input:
 class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
     """Plan deletions by a keep policy over `runs` (or, toggled, over `all_runs`)."""
 
-    DEFAULT_CSS = """
-    KeepPolicyScreen { align: center middle; }
-    KeepPolicyScreen #kp-box {
-        width: 120; max-width: 100%; height: 100%; max-height: 40;
-        padding: 0 1; border: round $primary; background: $surface;
-        border-title-style: bold;
-    }
-    KeepPolicyScreen .kp-row { height: 1; }
-    KeepPolicyScreen .kp-row Label { padding: 0 1 0 0; }
-    KeepPolicyScreen .kp-row Checkbox { margin-right: 2; }
-    KeepPolicyScreen Input { background: $boost; }
-    KeepPolicyScreen .kp-number { width: 6; margin-right: 1; }
-    KeepPolicyScreen #kp-after { width: 18; }
-    KeepPolicyScreen #kp-metric { width: 24; margin-right: 2; }
-    KeepPolicyScreen #kp-scope { width: 1fr; }
-    KeepPolicyScreen #kp-error { color: $error; text-style: bold; height: auto; }
-    KeepPolicyScreen #kp-error.-warning { color: $warning; }
-    KeepPolicyScreen #kp-total { text-style: bold; height: auto; margin-top: 1; }
-    KeepPolicyScreen #kp-preview { height: 1fr; }
-    KeepPolicyScreen #kp-buttons { height: 1; margin-top: 1; }
-    KeepPolicyScreen #kp-buttons Button { margin-right: 2; }
-    KeepPolicyScreen #kp-ttl { width: 12; margin-right: 1; }
-    KeepPolicyScreen #kp-hint { color: $text-muted; height: 1; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     AUTO_FOCUS = "#kp-last"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
@@ -119,7 +96,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
 
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        with Vertical(id="kp-box") as box:
+        with Vertical(id="kp-box", classes="dialog-box") as box:
             box.border_title = f"Keep policy on {self.backend}" if self.backend else "Keep policy"
             with Horizontal(classes="kp-row"):
                 yield Static("", id="kp-scope")
@@ -129,7 +106,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
             yield Static("", id="kp-error", markup=False)
             yield Static("", id="kp-total", markup=False)
             yield PlanPreview(id="kp-preview")
-            with Horizontal(id="kp-buttons"):
+            with Horizontal(id="kp-buttons", classes="dialog-buttons"):
                 yield Button("Delete…", variant="error", id="kp-delete", compact=True)
                 yield Button("Expire instead", variant="warning", id="kp-expire", compact=True)
                 yield Label("time:")
@@ -137,6 +114,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
             yield Static(
                 "tab: next field · space: tick · enter on a button: choose it · esc: cancel",
                 id="kp-hint",
+                classes="dialog-hint",
             )
 
     def compose_form(self) -> ComposeResult:

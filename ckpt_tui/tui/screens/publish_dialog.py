@@ -50,20 +50,7 @@ def title(private: int, public: int) -> str:
 class PublishDialog(ModalScreen[PublishChoice | None]):
     """Publish the private ones or unpublish the public ones; None if cancelled (the default)."""
 
-    DEFAULT_CSS = """
-    PublishDialog { align: center middle; }
-    PublishDialog #publish-box {
-        width: 100; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $warning; background: $surface;
-    }
-    PublishDialog #publish-title { text-style: bold; height: auto; }
-    PublishDialog #publish-backend { color: $text-muted; height: 1; }
-    PublishDialog .publish-heading { text-style: bold; height: 1; margin-top: 1; }
-    PublishDialog .publish-rows { height: auto; }
-    PublishDialog #publish-buttons { height: 3; margin-top: 1; }
-    PublishDialog #publish-buttons Button { margin-right: 2; }
-    PublishDialog #publish-hint { color: $text-muted; height: 1; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     AUTO_FOCUS = "#cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -84,22 +71,26 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
         return bool(self.private and self.public)
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="publish-box"):
-            yield Static(Text(title(len(self.private), len(self.public))), id="publish-title")
-            yield Static(Text(f"on {self.backend}"), id="publish-backend")
+        with Vertical(id="publish-box", classes="dialog-box -warning"):
+            yield Static(
+                Text(title(len(self.private), len(self.public))),
+                id="publish-title",
+                classes="dialog-title",
+            )
+            yield Static(Text(f"on {self.backend}"), id="publish-backend", classes="dialog-backend")
             if self.private:
                 yield Static(Text("Becomes public:"), classes="publish-heading")
                 yield Static("", id="publish-private", classes="publish-rows")
             if self.public:
                 yield Static(Text("Becomes private:"), classes="publish-heading")
                 yield Static("", id="publish-public", classes="publish-rows")
-            with Horizontal(id="publish-buttons"):
+            with Horizontal(id="publish-buttons", classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 if self.private:
                     yield Button(f"Publish {len(self.private)}", variant="warning", id="publish")
                 if self.public:
                     yield Button(f"Unpublish {len(self.public)}", id="unpublish")
-            yield Static(Text(self.hint()), id="publish-hint")
+            yield Static(Text(self.hint()), id="publish-hint", classes="dialog-hint")
 
     def hint(self) -> str:
         if self.mixed:

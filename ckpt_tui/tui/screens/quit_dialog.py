@@ -16,18 +16,7 @@ from textual.widgets import Button, Static
 class QuitDialog(ModalScreen[bool]):
     """True to quit now, False to keep the action running (the default)."""
 
-    DEFAULT_CSS = """
-    QuitDialog { align: center middle; }
-    QuitDialog #quit-box {
-        width: 72; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $warning; background: $surface;
-    }
-    QuitDialog #quit-title { text-style: bold; height: 1; }
-    QuitDialog #quit-running { height: auto; margin: 1 0; }
-    QuitDialog #quit-buttons { height: 3; }
-    QuitDialog #quit-buttons Button { margin-right: 2; }
-    QuitDialog #quit-hint { color: $text-muted; height: 1; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     AUTO_FOCUS = "#quit-cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -41,18 +30,22 @@ class QuitDialog(ModalScreen[bool]):
         self.backend = backend
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="quit-box"):
-            yield Static(Text("Quit while an action is running?"), id="quit-title")
+        with Vertical(id="quit-box", classes="dialog-box -warning"):
+            yield Static(
+                Text("Quit while an action is running?"), id="quit-title", classes="dialog-title"
+            )
             text = Text(f"Still running on {self.backend}:\n")
             text.append(self.running, style="bold")
             text.append(
                 "\nQuitting now stops it: the checkpoints not reached yet stay as they are."
             )
             yield Static(text, id="quit-running")
-            with Horizontal(id="quit-buttons"):
+            with Horizontal(id="quit-buttons", classes="dialog-buttons"):
                 yield Button("Keep running", id="quit-cancel")
                 yield Button("Quit now", variant="warning", id="quit-confirm")
-            yield Static(Text("y: quit now · n or esc: keep running"), id="quit-hint")
+            yield Static(
+                Text("y: quit now · n or esc: keep running"), id="quit-hint", classes="dialog-hint"
+            )
 
     def action_choose(self, quit_now: bool) -> None:
         self.dismiss(quit_now)

@@ -50,16 +50,7 @@ def log_text(log: SessionLog, now: datetime) -> Text:
 class SessionLogScreen(ModalScreen[None]):
     """A scrollable view of the session log; escape, q or L closes it."""
 
-    DEFAULT_CSS = """
-    SessionLogScreen { align: center middle; }
-    SessionLogScreen #log-box {
-        width: 110; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $primary; background: $surface;
-    }
-    SessionLogScreen #log-title { text-style: bold; height: 1; }
-    SessionLogScreen #log-hint { color: $text-muted; height: 1; }
-    SessionLogScreen #log-file { color: $text-muted; height: auto; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,L", "close", "Close"),
@@ -71,14 +62,18 @@ class SessionLogScreen(ModalScreen[None]):
         self.now = now
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="log-box"):
+        with VerticalScroll(id="log-box", classes="dialog-box"):
             count = len(self.session_log.entries)
             title = f"Session log: {count} action{'s' if count != 1 else ''}, newest first (UTC)"
-            yield Static(Text(title), id="log-title")
+            yield Static(Text(title), id="log-title", classes="dialog-title")
             file = self.session_log.file
             if file is not None:
                 yield Static(Text(f"Also kept in {file}"), id="log-file")
-            yield Static(Text("↑ ↓ PgUp PgDn: scroll · esc, q or L: close"), id="log-hint")
+            yield Static(
+                Text("↑ ↓ PgUp PgDn: scroll · esc, q or L: close"),
+                id="log-hint",
+                classes="dialog-hint",
+            )
             yield Static(log_text(self.session_log, self.now), id="log-entries")
 
     def action_close(self) -> None:

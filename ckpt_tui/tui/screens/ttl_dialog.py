@@ -136,24 +136,7 @@ def plan_summary(rows: Sequence[CheckpointRow], plan: TtlPlan) -> Text:
 class TtlDialog(ModalScreen[TtlPlan | None]):
     """Choose a TTL for `rows`: presets 1-5 or a typed value; the preview shows every result."""
 
-    DEFAULT_CSS = """
-    TtlDialog { align: center middle; }
-    TtlDialog #ttl-box {
-        width: 100; max-width: 100%; height: auto; max-height: 100%;
-        padding: 0 1; border: round $primary; background: $surface;
-    }
-    TtlDialog #ttl-title { text-style: bold; height: 1; }
-    TtlDialog #ttl-backend { color: $text-muted; height: 1; }
-    TtlDialog #ttl-choices { height: 5; }
-    TtlDialog #ttl-presets { width: 26; height: 5; border: none; padding: 0; }
-    TtlDialog #ttl-typed { width: 1fr; height: 5; padding-left: 2; }
-    TtlDialog #ttl-input { width: 100%; }
-    TtlDialog #ttl-error { color: $error; text-style: bold; height: auto; }
-    TtlDialog #ttl-summary { margin-top: 1; height: 1; }
-    TtlDialog #ttl-preview { height: auto; }
-    TtlDialog #ttl-buttons { height: 3; align-horizontal: right; }
-    TtlDialog #ttl-buttons Button { margin-left: 2; }
-    """
+    DEFAULT_CLASSES = "dialog"
 
     AUTO_FOCUS = "#ttl-presets"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -172,10 +155,10 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
 
     def compose(self) -> ComposeResult:
         count = len(self.rows)
-        with Vertical(id="ttl-box"):
+        with Vertical(id="ttl-box", classes="dialog-box"):
             title = f"Set the expiry of {count} checkpoint{'s' if count != 1 else ''}"
-            yield Static(Text(title), id="ttl-title")
-            yield Static(Text(f"on {self.backend}"), id="ttl-backend")
+            yield Static(Text(title), id="ttl-title", classes="dialog-title")
+            yield Static(Text(f"on {self.backend}"), id="ttl-backend", classes="dialog-backend")
             with Horizontal(id="ttl-choices"):
                 prompts = [f"{n}  {preset.label}" for n, preset in enumerate(PRESETS, 1)]
                 yield OptionList(*prompts, id="ttl-presets")
@@ -186,7 +169,7 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
             yield Static("", id="ttl-error", markup=False)
             yield Static("", id="ttl-summary")
             yield Static("", id="ttl-preview")
-            with Horizontal(id="ttl-buttons"):
+            with Horizontal(id="ttl-buttons", classes="dialog-buttons"):
                 yield Button("Apply", variant="primary", id="ttl-apply")
                 yield Button("Cancel", id="ttl-cancel")
 
