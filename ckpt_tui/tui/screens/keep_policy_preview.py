@@ -143,10 +143,6 @@ def entries_of(plan: Plan | None) -> list[Entry]:
 class PlanPreview(ScrollView, can_focus=True):
     """A scrollable list of a plan's decisions under a fixed column header."""
 
-    DEFAULT_CSS = """
-    PlanPreview { height: 1fr; }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.entries: Sequence[Entry] = ()
