@@ -1,4 +1,5 @@
-"""The actions that change checkpoints: publish, set TTLs, delete, keep policies, retries.
+"""The actions that change checkpoints: publish, set TTLs, delete, retries (and, through
+`policy_flow.py`, keep policies).
 
 `Changes` is a plain object the main screen owns: it asks through the dialogs, runs one bulk
 action at a time through the REST client, and tells the screen what the server confirmed.
