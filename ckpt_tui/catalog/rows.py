@@ -144,6 +144,8 @@ def search_text(
     record: CheckpointRecord | None,
 ) -> str:
     """A row's `haystack`: what the filter matches, lowercased once."""
+    if not metadata and (record is None or not record.extra):
+        return f"{run_name}\n{tinker_path}".lower()  # most rows: no list to build
     parts = [run_name, tinker_path]
     if metadata:
         parts.extend(f"{k}={v}" for k, v in metadata.items())

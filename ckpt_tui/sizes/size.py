@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Literal, TypeVar
 
 import humanize
@@ -87,10 +86,9 @@ class SizeTotal:
 
 def total(sizes: Iterable[Size]) -> SizeTotal:
     """Add sizes up, counting how many parts were estimates or unknown."""
-    # C-level passes only: the header adds up 100,000 sizes after every load.
     sizes = list(sizes)
-    counts = list(map(attrgetter("bytes"), sizes))
-    kinds = list(map(attrgetter("kind"), sizes))
+    counts = [size.bytes for size in sizes]
+    kinds = [size.kind for size in sizes]
     return SizeTotal(
         sum(filter(None, counts)),
         len(sizes),
