@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -92,3 +94,23 @@ def test_ls_and_prune_never_format_the_snapshot(
     ls_json(capsys, "--url", demo.url, "--log-dir", str(demo.paths.logs))
     assert main(["prune", "--json", "--url", demo.url, "--keep-last", "1"]) == 0
     assert formatted == []
+
+
+class TerminalBytes(io.BytesIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_piped_the_document_is_one_line_and_on_a_terminal_indented_alike(
+    demo: ServedDemo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["ls", "--json", "--url", demo.url, "--log-dir", str(demo.paths.logs)]
+    assert main(args) == 0
+    piped = capsys.readouterr().out
+    terminal = TerminalBytes()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(terminal, write_through=True))
+    assert main(args) == 0
+    shown = terminal.getvalue().decode()
+    assert piped.count("\n") == 1 and piped.endswith("}\n")
+    assert shown.startswith('{\n  "schema": ') and shown.count("\n") > 100
+    assert strict_json(piped) == strict_json(shown)

@@ -12,7 +12,8 @@ from typing import BinaryIO
 import msgspec
 
 from ckpt_tui.api_types import encode, format_time
-from ckpt_tui.catalog import CheckpointRow, RunSummary, soonest_expiry
+from ckpt_tui.catalog import CheckpointRow, RowState, RunSummary, soonest_expiry
+from ckpt_tui.catalog.rows import KIND_LABELS
 from ckpt_tui.sizes import format_size, format_total, total
 from ckpt_tui.ttl import describe_expiry
 
@@ -30,7 +31,7 @@ class CheckpointDocument(msgspec.Struct, gc=False):
     name: str
     kind: str
     tinker_path: str
-    state: str
+    state: RowState
     step: int | None
     epoch: float | None
     metrics: Mapping[str, float]
@@ -67,13 +68,15 @@ class RunDocument(msgspec.Struct, gc=False):
 
 
 def row_document(row: CheckpointRow) -> CheckpointDocument:
-    size = row.size
+    # Plain attribute reads rather than the row's properties: this runs 100,000 times.
+    size, server = row.size, row.server
+    metadata = None if server is None else server.user_metadata
     return CheckpointDocument(
         row.checkpoint_id,
         row.name,
-        row.kind,
+        KIND_LABELS[row.checkpoint_type],
         row.tinker_path,
-        row.state.value,
+        row.state,
         row.step,
         row.epoch,
         row.metrics,
@@ -82,12 +85,12 @@ def row_document(row: CheckpointRow) -> CheckpointDocument:
         size.basis or None,
         row.created,
         row.expires_at,
-        row.public,
+        server is not None and server.public,
         row.final,
-        row.best,
+        metadata is not None and metadata.get("best") == "true",
         row.resume_point,
         row.rolling,
-        None if row.server is None else row.server.user_metadata,
+        metadata,
     )
 
 
@@ -147,12 +150,20 @@ def write_json(
     head: Mapping[str, object],
     items: tuple[str, Iterable[object]],
     tail: Mapping[str, object],
+    indent: bool | None = None,
 ) -> None:
-    """Write one JSON object, indented by 2: `head`'s fields, the list `items` names, `tail`'s.
+    """Write one JSON object: `head`'s fields, the list `items` names, then `tail`'s.
 
-    The list is encoded one item at a time (msgspec), so a document of 100,000 checkpoints is
-    never in memory whole, nor is each item's document built before it is written.
+    Indented by 2 for a person (`indent`; by default when `out` is a terminal), else compact:
+    a script reads it as fast either way, and indenting 100,000 checkpoints takes as long as
+    encoding them and makes 60% more bytes. The list is encoded one item at a time (msgspec),
+    so a document of 100,000 checkpoints is never in memory whole.
     """
+    if indent is None:
+        indent = out.isatty()
+    if not indent:
+        _write_compact(out, head, items, tail)
+        return
     key, values = items
     out.write(b"{")
     for name, value in head.items():
@@ -166,6 +177,22 @@ def write_json(
     for name, value in tail.items():
         out.write(b",\n  " + encode(name) + b": " + _indented(value, 1))
     out.write(b"\n}\n")
+
+
+def _write_compact(
+    out: BinaryIO,
+    head: Mapping[str, object],
+    items: tuple[str, Iterable[object]],
+    tail: Mapping[str, object],
+) -> None:
+    key, values = items
+    start = encode(head)  # '{...}': its fields, then the list's
+    out.write(start[:-1] + (b"," if head else b"") + encode(key) + b":[")
+    separator = b""
+    for value in values:
+        out.write(separator + encode(value))
+        separator = b","
+    out.write(b"]" + (b"," + encode(tail)[1:] if tail else b"}") + b"\n")
 
 
 def _indented(value: object, level: int) -> bytes:
