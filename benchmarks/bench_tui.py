@@ -131,11 +131,13 @@ PAGE_GAP = 0.01
 class PageSource:
     """Stands in for the REST client: hands out pages as the client's pager would."""
 
+    backend = Backend.remote("http://127.0.0.1:9")  # no project: every run is listed
+
     def __init__(self, runs: list[TrainingRun], checkpoints: list[Checkpoint]) -> None:
         self.runs, self.checkpoints = runs, checkpoints
         self.first_page_at = self.last_page_at = 0.0
 
-    async def read_all_training_runs(self) -> Listing[TrainingRun]:
+    async def read_all_training_runs(self, project_id: str | None = None) -> Listing[TrainingRun]:
         return Listing(self.runs, complete=True)
 
     async def read_all_checkpoints(self, on_page: OnPage[Checkpoint]) -> Listing[Checkpoint]:

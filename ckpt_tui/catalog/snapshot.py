@@ -163,44 +163,61 @@ async def load_snapshot(
     """
     cache = cache or RowCache()
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
-    project = client.backend.project
+    # Runs and checkpoint pages are read side by side: each list waits on the network.
+    runs_task = asyncio.ensure_future(
+        client.read_all_training_runs(project_id=client.backend.project)
+    )
+    in_project: InProject | None = None
+    checkpoints: list[Checkpoint] = []
+    reading = 1
+    last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+
+    async def project_filter() -> InProject | None:
+        """With --project, the filter its runs make (waiting for them once)."""
+        nonlocal in_project
+        if in_project is None and client.backend.project is not None:
+            in_project = InProject((await runs_task).items)
+        return in_project
+
+    async def arrived(page: Page[Checkpoint]) -> None:
+        nonlocal reading, last_partial
+        if page.read != reading:  # the list changed: it is being read again
+            reading = page.read
+            checkpoints.clear()
+        only = await project_filter()
+        checkpoints.extend(page.items if only is None else only.checkpoints(page.items))
+        if on_progress is not None:
+            on_progress(len(checkpoints), max(page.total, len(checkpoints)))
+        if not runs_task.done():
+            return  # a first look waits for the runs (whose error would end the load)
+        runs = runs_task.result().items
+        if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+            discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+            discovery = discovery if only is None else only.discovery(discovery)
+            on_partial(await joined(runs, checkpoints, discovery, {}, cache))
+            last_partial = time.monotonic()
+
     try:
-        run_listing = await client.read_all_training_runs(project_id=project)
-        runs = run_listing.items
-        in_project = InProject(runs) if project is not None else None
-        checkpoints: list[Checkpoint] = []
-        reading = 1
-        last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
-
-        async def arrived(page: Page[Checkpoint]) -> None:
-            nonlocal reading, last_partial
-            if page.read != reading:  # the list changed: it is being read again
-                reading = page.read
-                checkpoints.clear()
-            items = page.items if in_project is None else in_project.checkpoints(page.items)
-            checkpoints.extend(items)
-            if on_progress is not None:
-                on_progress(len(checkpoints), max(page.total, len(checkpoints)))
-            if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
-                discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
-                discovery = discovery if in_project is None else in_project.discovery(discovery)
-                on_partial(await joined(runs, checkpoints, discovery, {}, cache))
-                last_partial = time.monotonic()
-
         listing = await client.read_all_checkpoints(on_page=arrived)
+        run_listing = await runs_task
+        only = await project_filter()
         infos = await fetch_weights_info(client, checkpoints)
         discovery = await discovery_task
-        discovery = discovery if in_project is None else in_project.discovery(discovery)
+        discovery = discovery if only is None else only.discovery(discovery)
     except BaseException:
         discovery_task.cancel()
+        runs_task.cancel()
+        await asyncio.gather(runs_task, return_exceptions=True)
         raise
     incomplete = "; ".join(
         f"{what} is incomplete: {part.problem}"
         for what, part in (("the list of runs", run_listing), ("the list of checkpoints", listing))
         if not part.complete
     )
-    kept = listing.items if in_project is None else in_project.checkpoints(listing.items)
-    return await joined(runs, kept, discovery, infos, cache, incomplete)
+    kept = listing.items if only is None else only.checkpoints(listing.items)  # one of each
+    return await asyncio.to_thread(
+        Snapshot.join, run_listing.items, kept, discovery, infos, cache, incomplete
+    )
 
 
 class InProject:
@@ -233,9 +250,9 @@ async def joined(
     discovery: Discovery,
     infos: dict[str, WeightsInfo],
     cache: RowCache,
-    incomplete: str = "",
 ) -> Snapshot:
-    """A snapshot of what has arrived, joined in a thread so the event loop keeps going."""
+    """A snapshot of the pages that have arrived (they may overlap if the list shifted),
+    joined in a thread so the event loop keeps going."""
     return await asyncio.to_thread(
-        Snapshot.join, runs, unique_checkpoints(checkpoints), discovery, infos, cache, incomplete
+        Snapshot.join, runs, unique_checkpoints(checkpoints), discovery, infos, cache
     )

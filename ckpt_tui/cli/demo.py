@@ -8,7 +8,7 @@ import shlex
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
@@ -17,7 +17,9 @@ from ckpt_tui.cli.common import fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
-from ckpt_tui.demo import DEFAULT_SEED, DemoError, DemoPaths, build_demo
+
+if TYPE_CHECKING:
+    from ckpt_tui.demo import DemoPaths
 
 DEMO_OPTIONS = ("readonly", "poll", "storage_rate")
 """The app's own options; the demo picks its backend and logs itself."""
@@ -45,7 +47,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-tui", action="store_true", help="only write the data; print how to open or serve it"
     )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which demo (default 7)")
+    parser.add_argument("--seed", type=int, help="which demo (default 7)")
     options.add_global_options(parser, DEMO_OPTIONS, after_command=True)
     parser.set_defaults(func=run)
 
@@ -70,6 +72,9 @@ def open_commands(paths: DemoPaths) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: the store and the demo's writers are not needed by other commands.
+    from ckpt_tui.demo import DEFAULT_SEED, DemoError, build_demo
+
     root = (args.dir or default_demo_dir()).expanduser()
     clock = clock_from_environ()
     try:
@@ -77,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     except RateError as exc:
         return fail(str(exc), 2)
     try:
-        paths = build_demo(root, args.seed, clock)
+        paths = build_demo(root, DEFAULT_SEED if args.seed is None else args.seed, clock)
     except (DemoError, OSError) as exc:
         return fail(f"cannot write the demo: {exc}", 2)
     print(f"Demo written to {paths.root}\n{open_commands(paths)}")

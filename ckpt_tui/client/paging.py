@@ -176,8 +176,10 @@ async def read_whole(
         pages.sort(key=lambda page: page.offset)
         items = unique_by((item for page in pages for item in page.items), key)
         covered = not report.gaps() and not report.problem
-        keys = frozenset(map(key, items))
-        if covered and len(items) == report.total and (report.steady or keys == earlier):
+        if covered and len(items) == report.total and report.steady:
+            return Listing(items, True)
+        keys = frozenset(map(key, items))  # only now: 100,000 keys take a while
+        if covered and len(items) == report.total and keys == earlier:
             return Listing(items, True)
         earlier = keys if covered else None
         listing = Listing(items, False, report.problem or _changed(report, len(items)))
