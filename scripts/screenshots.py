@@ -17,33 +17,35 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the scene helpers live in the test suite, beside the repo
 
 from starlette.types import ASGIApp  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
+from textual.screen import Screen  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog  # noqa: E402
+from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen  # noqa: E402
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog  # noqa: E402
 from tests.support.faulty_app import FaultyApp  # noqa: E402
-from tests.support.tui import checkpoints, pictured_demo, runs, screen_of, settle  # noqa: E402
+from tests.support.tui import (  # noqa: E402
+    checkpoints,
+    find,
+    pictured_demo,
+    runs,
+    settle,
+)
 
 Scene = Callable[[Pilot[None]], Awaitable[None]]
 BIG = (120, 36)
 SMALL = (80, 24)
 FAILING_NAME = "000200"
 """The checkpoint name the bulk-result picture's server refuses (403) to delete."""
-
-
-def find(app: CkptApp, run: str, name: str, kind: str) -> CheckpointRow:
-    """The row of checkpoint `name` (`kind` "state" or "sampler") of the run shown as `run`."""
-    catalog = screen_of(app).catalog
-    assert catalog is not None, "the demo did not load"
-    return next(
-        row for row in catalog.rows if row.run_name == run and row.name == name and row.kind == kind
-    )
 
 
 async def show_run(pilot: Pilot[None], run_name: str) -> None:
@@ -64,14 +66,14 @@ async def put_cursor_on(pilot: Pilot[None], row: CheckpointRow) -> None:
     await settle(pilot)
 
 
-async def wait_for_dialog(pilot: Pilot[None], name: str) -> None:
-    """A worker opens dialogs: wait until `name` is the screen (never settle: it waits)."""
+async def wait_for_dialog(pilot: Pilot[None], dialog: type[Screen[Any]]) -> None:
+    """A worker opens dialogs: wait until `dialog` is the screen (never settle: it waits)."""
     for _ in range(200):
-        if type(pilot.app.screen).__name__ == name:
+        if isinstance(pilot.app.screen, dialog):
             await pilot.pause()
             return
         await pilot.pause(0.01)
-    raise RuntimeError(f"the {name} did not open")
+    raise RuntimeError(f"the {dialog.__name__} did not open")
 
 
 def app_of(pilot: Pilot[None]) -> CkptApp:
@@ -103,7 +105,7 @@ async def ttl_dialog(pilot: Pilot[None]) -> None:
         [find(app, "sl/llama-8b-tulu3", n, "state").tinker_path for n in names]
     )
     await pilot.press("t")
-    await wait_for_dialog(pilot, "TtlDialog")
+    await wait_for_dialog(pilot, TtlDialog)
 
 
 async def delete_warnings(pilot: Pilot[None]) -> None:
@@ -121,7 +123,7 @@ async def delete_warnings(pilot: Pilot[None]) -> None:
     await pilot.press("slash", *"final", "enter")  # hides the marked 000100 and rolling rows
     await settle(pilot)
     await pilot.press("d")
-    await wait_for_dialog(pilot, "DeleteDialog")
+    await wait_for_dialog(pilot, DeleteDialog)
 
 
 async def bulk_result(pilot: Pilot[None]) -> None:
@@ -131,7 +133,7 @@ async def bulk_result(pilot: Pilot[None]) -> None:
     victims = [row for row in shown_rows(app) if row.name in names]
     checkpoints(app).set_marks([row.tinker_path for row in victims])
     await pilot.press("d")
-    await wait_for_dialog(pilot, "DeleteDialog")
+    await wait_for_dialog(pilot, DeleteDialog)
     await pilot.press("y")
     await settle(pilot)
     failed = next(row for row in shown_rows(app) if row.name == FAILING_NAME)
@@ -145,7 +147,7 @@ def shown_rows(app: CkptApp) -> list[CheckpointRow]:
 async def keep_policy(pilot: Pilot[None]) -> None:
     await show_run(pilot, "sl/llama-8b-tulu3")
     await pilot.press("K")
-    await wait_for_dialog(pilot, "KeepPolicyScreen")
+    await wait_for_dialog(pilot, KeepPolicyScreen)
     await pilot.press("2")
     await pilot.pause(0.5)  # the preview follows the typed number after a short debounce
     await pilot.pause()

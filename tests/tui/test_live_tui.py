@@ -20,6 +20,8 @@ from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.store.settle import SETTLE_SECONDS
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.live_run import LiveRun, TrainerRun
 from tests.support.live_server import run_server
 from tests.support.tui import checkpoints, make_app, screen_of, screen_text, settle, shown
@@ -113,7 +115,7 @@ async def set_ttl_week(pilot: Pilot[None]) -> None:
     """`t`, then a typed TTL of 7 days (the presets extend, and these never expire)."""
     await pilot.press("t")
     await pilot.pause()
-    assert type(pilot.app.screen).__name__ == "TtlDialog"
+    assert isinstance(pilot.app.screen, TtlDialog)
     await pilot.press("tab", *"7d", "enter")
     await settle(pilot)
 
@@ -162,7 +164,7 @@ async def test_the_keep_policy_dialog_never_plans_a_save_in_progress(live: Live)
             await pilot.press("tab")
         await pilot.press("enter")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         await pilot.press("y")
         await settle(pilot)
     run = live.run
@@ -211,7 +213,7 @@ async def test_marks_on_checkpoints_the_trainer_deleted_are_dropped(live: Live) 
         assert live.expires(kept) == live.clock.now() + WEEK
         await pilot.press("d")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         await pilot.press("y")
         await settle(pilot)
     assert not live.run.folder("000010").exists()

@@ -9,6 +9,10 @@ import pytest
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_bytes
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.publish_dialog import PublishDialog
+from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
@@ -34,7 +38,7 @@ async def test_p_publishes_then_unpublishes(demo: ServedDemo) -> None:
         row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("p")
         await pilot.pause()
-        assert type(app.screen).__name__ == "PublishDialog"
+        assert isinstance(app.screen, PublishDialog)
         assert not is_public(demo, row)  # p only asks
         await pilot.press("y")
         await settle(pilot)
@@ -56,7 +60,7 @@ async def test_a_mixed_selection_asks_which(demo: ServedDemo) -> None:
         checkpoints(app).set_marks([public.tinker_path, private.tinker_path])
         await pilot.press("p")
         await pilot.pause()
-        assert type(app.screen).__name__ == "PublishDialog"
+        assert isinstance(app.screen, PublishDialog)
         await pilot.press("y")  # the dialog's key for "publish"
         await settle(pilot)
         assert is_public(demo, public) and is_public(demo, private)
@@ -70,7 +74,7 @@ async def test_delete_cancelled_keeps_the_checkpoint(demo: ServedDemo, key: str)
         row = await loaded_on(pilot, app, "sl/llama-8b-tulu3", "000500", "sampler")
         await pilot.press("d")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         assert app.focused is not None and app.focused.id == "delete-cancel"
         await pilot.press(key)
         await settle(pilot)
@@ -99,11 +103,11 @@ async def test_final_checkpoints_need_the_typed_word(demo: ServedDemo) -> None:
         await pilot.pause()  # the dialog waits for an answer: nothing to settle
         await pilot.press("tab", "y")  # y on the buttons is not enough
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         assert demo.holds(row)
         await pilot.press(*"delet", "enter")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog" and demo.holds(row)
+        assert isinstance(app.screen, DeleteDialog) and demo.holds(row)
         await pilot.press("e", "enter")  # "delete" is now typed
         await settle(pilot)
         assert not demo.holds(row)
@@ -120,7 +124,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
         checkpoints(app).set_marks([r.tinker_path for r in victims])
         await pilot.press("d")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         await pilot.press(*"delete", "enter")
         await settle(pilot)
         assert not any(demo.holds(r) for r in victims)
@@ -238,7 +242,7 @@ async def test_an_out_of_range_ttl_is_refused_in_the_dialog(demo: ServedDemo) ->
         await pilot.pause()
         await pilot.press("tab", *"5m", "enter")
         await pilot.pause()
-        assert type(app.screen).__name__ == "TtlDialog"
+        assert isinstance(app.screen, TtlDialog)
         assert "1 hour" in screen_text(app)  # the reason names the bounds
         await pilot.press("escape")
         await settle(pilot)
@@ -272,5 +276,5 @@ async def test_the_session_log_lists_each_action(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("L")
         await pilot.pause()
-        assert type(app.screen).__name__ == "SessionLogScreen"
+        assert isinstance(app.screen, SessionLogScreen)
         assert "Published 1 of 1" in screen_text(app)

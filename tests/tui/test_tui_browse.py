@@ -10,7 +10,7 @@ from textual import events
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
-from ckpt_tui.tui.screens.help import help_sections
+from ckpt_tui.tui.screens.help import HelpScreen, help_sections
 from ckpt_tui.tui.screens.main import MainScreen
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
@@ -202,7 +202,7 @@ async def test_help_lists_every_key(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
-        assert type(app.screen).__name__ == "HelpScreen"
+        assert isinstance(app.screen, HelpScreen)
         assert "Copy path" in screen_text(app)
         listed = [what for _title, entries in help_sections() for _keys, what in entries]
         for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):  # the whole list scrolls

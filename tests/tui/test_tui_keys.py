@@ -11,6 +11,11 @@ from textual.pilot import Pilot
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.publish_dialog import PublishDialog
+from ckpt_tui.tui.screens.quit_dialog import QuitDialog
+from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import checkpoints, make_app, runs, screen_of, screen_text, settle
@@ -39,16 +44,16 @@ async def test_typing_delete_in_the_dialog_deletes_and_nothing_else(demo: Served
         before = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
         await pilot.press("d")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         await pilot.press(*"delet")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"  # no letter closed it
+        assert isinstance(app.screen, DeleteDialog)  # no letter closed it
         assert demo.holds(row)
         assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at == before
         await pilot.press("e", "enter")
         await settle(pilot)
         assert not demo.holds(row)
-        assert type(app.screen).__name__ == "MainScreen"  # no TTL dialog opened behind it
+        assert isinstance(app.screen, MainScreen)  # no TTL dialog opened behind it
         assert [entry.action for entry in app.session_log.entries] == ["delete"]
 
 
@@ -81,7 +86,7 @@ async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> Non
         await pilot.press("d", *"delete", "enter")
         await settle(pilot)
         assert not demo.holds(row)
-        assert type(app.screen).__name__ == "MainScreen"
+        assert isinstance(app.screen, MainScreen)
         assert screen_of(app).changes.running is None
 
 
@@ -93,13 +98,13 @@ async def test_p_asks_with_cancel_focused_and_enter_changes_nothing(demo: Served
         assert not row.public
         await pilot.press("p")
         await pilot.pause()
-        assert type(app.screen).__name__ == "PublishDialog"
+        assert isinstance(app.screen, PublishDialog)
         text = screen_text(app)
         assert "Publish 1 checkpoint?" in text and "Becomes public:" in text
         assert f"on {app.describe_backend()}" in text
         await pilot.press("enter", "p")  # Cancel is focused; p is no key in the dialog
         await settle(pilot)
-        assert type(app.screen).__name__ == "PublishDialog"  # the second p asked again
+        assert isinstance(app.screen, PublishDialog)  # the second p asked again
         await pilot.press("escape")
         await settle(pilot)
         assert not demo.store.get_checkpoint(row.run_id, row.checkpoint_id).public
@@ -125,13 +130,13 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
             for key in ("q", "ctrl+c"):
                 await pilot.press(key)
                 await pilot.pause()
-                assert type(app.screen).__name__ == "QuitDialog"
+                assert isinstance(app.screen, QuitDialog)
                 text = screen_text(app)
                 assert "Setting the TTL of 0 of 1" in text
                 assert app.describe_backend() in text
                 await pilot.press("enter")  # "Keep running" is focused
                 await pilot.pause()
-                assert type(app.screen).__name__ == "MainScreen" and app.is_running
+                assert isinstance(app.screen, MainScreen) and app.is_running
             gate.set()
             await settle(pilot)
             expires = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
@@ -155,7 +160,7 @@ async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyA
             assert screen_of(app).changes.running is not None
             await pilot.press("q")
             await pilot.pause()
-            assert app.is_running and type(app.screen).__name__ == "QuitDialog"
+            assert app.is_running and isinstance(app.screen, QuitDialog)
             assert "Deleting 0 of 1" in screen_text(app)
             await pilot.press("y")
             await pilot.pause()
@@ -187,7 +192,7 @@ async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
             row = highlighted(app)
             await pilot.press("d")  # the key still says why it does nothing
             await settle(pilot)
-            assert type(app.screen).__name__ == "MainScreen"
+            assert isinstance(app.screen, MainScreen)
             assert any("Read-only mode" in n.message for n in app._notifications)
             assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).size_bytes
 
@@ -351,7 +356,7 @@ async def test_the_palette_finds_the_ttl_action(demo: ServedDemo, query: str) ->
         assert "TTL: set, extend or expire (t)" in screen_text(app)
         await pilot.press("enter")
         await pilot.pause()
-        assert type(app.screen).__name__ == "TtlDialog"
+        assert isinstance(app.screen, TtlDialog)
 
 
 async def test_the_palette_lists_keys_and_quit_once(demo: ServedDemo) -> None:

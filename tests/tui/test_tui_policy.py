@@ -13,6 +13,7 @@ from ckpt_tui.cli import main
 from ckpt_tui.policy import KeepPolicy, Plan, plan
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview
 from ckpt_tui.tui.screens.main import MainScreen
@@ -99,10 +100,10 @@ async def test_confirming_deletes_exactly_the_plan_after_the_typed_word(demo: Se
         doomed = {row.tinker_path for row in expected_plan(app, 2).to_delete}
         await pilot.click("#kp-delete")
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog"
+        assert isinstance(app.screen, DeleteDialog)
         await pilot.press("tab", "y")  # on the buttons, y alone is not enough: 16 > 10
         await pilot.pause()
-        assert type(app.screen).__name__ == "DeleteDialog" and set(live(demo.store)) == before
+        assert isinstance(app.screen, DeleteDialog) and set(live(demo.store)) == before
         await pilot.press(*"delete", "enter")
         await settle(pilot)
         assert set(live(demo.store)) == before - doomed
@@ -142,7 +143,7 @@ async def test_cancel_changes_nothing(demo: ServedDemo, where: str) -> None:
         if where == "delete":
             await pilot.click("#kp-delete")
             await pilot.pause()
-            assert type(app.screen).__name__ == "DeleteDialog"
+            assert isinstance(app.screen, DeleteDialog)
         await pilot.press("escape")
         await settle(pilot)
         assert live(demo.store) == before

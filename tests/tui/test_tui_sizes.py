@@ -11,6 +11,7 @@ from textual.widgets import Footer
 
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.help import CLOSE_HINT, help_text
+from ckpt_tui.tui.screens.main import MainScreen
 from tests.support.tui import (
     PICTURE_URL,
     checkpoints,
@@ -107,7 +108,7 @@ async def test_help_says_how_to_close_it_and_q_does(tmp_path: Path) -> None:
             assert CLOSE_HINT in screen_text(app)
             await pilot.press("q")
             await pilot.pause()
-            assert type(app.screen).__name__ == "MainScreen"
+            assert isinstance(app.screen, MainScreen)
 
 
 def test_a_wrapped_help_line_stays_in_its_column() -> None:
