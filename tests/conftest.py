@@ -65,6 +65,13 @@ def server_url(store: Store) -> Iterator[str]:
 
 
 @pytest.fixture
+def keyed_url(store: Store) -> Iterator[str]:
+    """Like `server_url`, but every endpoint but healthz needs the API key "tml-right"."""
+    with run_server(create_app(store, api_key="tml-right", sweep_interval=None)) as url:
+        yield url
+
+
+@pytest.fixture
 def demo(tmp_path: Path, clock: FixedClock) -> Iterator[ServedDemo]:
     """The demo built at the fixed clock's time, served by a real server."""
     with served_demo(tmp_path / "demo", clock) as served:

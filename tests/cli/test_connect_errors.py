@@ -3,7 +3,6 @@ a malformed URL, a refused connection, a missing API key and a wrong one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,8 @@ from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.server import create_app
-from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
-from tests.support.live_server import bind_loopback_socket, run_server
+from tests.support.live_server import bind_loopback_socket
 from tests.support.tui import screen_of, screen_text, settle
 
 MALFORMED = "is not a server URL"
@@ -23,12 +20,6 @@ REFUSED = "connection refused"
 NO_KEY = "needs an API key"
 WRONG_KEY = "was refused by"
 MESSAGES = (MALFORMED, REFUSED, NO_KEY, WRONG_KEY)
-
-
-@pytest.fixture
-def keyed_url(store: Store) -> Iterator[str]:
-    with run_server(create_app(store, api_key="tml-right", sweep_interval=None)) as url:
-        yield url
 
 
 @pytest.fixture

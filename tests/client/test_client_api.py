@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,23 +14,14 @@ from ckpt_tui.client import (
     CheckpointClient,
     ConflictError,
     NotFoundError,
-    RetryPolicy,
 )
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
-from tests.support.faulty_app import RecordedSleeps
 from tests.support.seed import BASE_MODEL, path_of, seed_store
 
 
 @pytest.fixture
-async def client(server_url: str) -> AsyncIterator[CheckpointClient]:
-    policy = RetryPolicy(sleep=RecordedSleeps())
-    async with CheckpointClient(Backend.remote(server_url), retry=policy) as opened:
-        yield opened
-
-
-@pytest.fixture
-def made(store: Store) -> list[tuple[str, str]]:
+def seeded(store: Store) -> list[tuple[str, str]]:
     return seed_store(store, runs=3, per_run=4)
 
 
@@ -39,7 +29,7 @@ async def test_healthz(client: CheckpointClient) -> None:
     assert await client.healthz() is True
 
 
-async def test_training_runs(client: CheckpointClient, made: list[tuple[str, str]]) -> None:
+async def test_training_runs(client: CheckpointClient, seeded: list[tuple[str, str]]) -> None:
     page = await client.list_training_runs(limit=2)
     assert page.total == 3
     assert page.offset == 0
@@ -61,67 +51,69 @@ async def test_unknown_run_names_the_id(client: CheckpointClient) -> None:
 
 
 async def test_run_checkpoints_oldest_first(
-    client: CheckpointClient, made: list[tuple[str, str]]
+    client: CheckpointClient, seeded: list[tuple[str, str]]
 ) -> None:
     checkpoints = await client.list_run_checkpoints("run-002")
     ids = [c.checkpoint_id for c in checkpoints]
-    assert ids == [cid for run, cid in made if run == "run-002"]
+    assert ids == [cid for run, cid in seeded if run == "run-002"]
     assert all(c.run_id == "run-002" for c in checkpoints)
 
 
 async def test_one_page_of_checkpoints_newest_first(
-    client: CheckpointClient, made: list[tuple[str, str]]
+    client: CheckpointClient, seeded: list[tuple[str, str]]
 ) -> None:
     page = await client.list_checkpoints(limit=5, offset=2)
-    assert page.total == len(made)
+    assert page.total == len(seeded)
     assert page.offset == 2
-    newest_first = [path_of(pair) for pair in reversed(made)]
+    newest_first = [path_of(pair) for pair in reversed(seeded)]
     assert [c.tinker_path for c in page.items] == newest_first[2:7]
 
 
-async def test_weights_info(client: CheckpointClient, made: list[tuple[str, str]]) -> None:
-    info = await client.weights_info(path_of(made[0]))
+async def test_weights_info(client: CheckpointClient, seeded: list[tuple[str, str]]) -> None:
+    info = await client.weights_info(path_of(seeded[0]))
     assert info.base_model == BASE_MODEL
     assert info.is_lora is True
     assert info.lora_rank == 32
 
 
 async def test_publish_and_unpublish(
-    client: CheckpointClient, store: Store, made: list[tuple[str, str]]
+    client: CheckpointClient, store: Store, seeded: list[tuple[str, str]]
 ) -> None:
-    run_id, checkpoint_id = made[3]
-    await client.publish(TinkerPath.parse(path_of(made[3])))
+    run_id, checkpoint_id = seeded[3]
+    await client.publish(TinkerPath.parse(path_of(seeded[3])))
     assert store.get_checkpoint(run_id, checkpoint_id).public is True
     with pytest.raises(ConflictError) as caught:
-        await client.publish(path_of(made[3]))
-    assert path_of(made[3]) in caught.value.message
+        await client.publish(path_of(seeded[3]))
+    assert path_of(seeded[3]) in caught.value.message
     await client.unpublish(store.get_checkpoint(run_id, checkpoint_id))
     assert store.get_checkpoint(run_id, checkpoint_id).public is False
     with pytest.raises(ConflictError):
-        await client.unpublish(path_of(made[3]))
+        await client.unpublish(path_of(seeded[3]))
 
 
 async def test_set_and_clear_ttl(
-    client: CheckpointClient, store: Store, clock: FixedClock, made: list[tuple[str, str]]
+    client: CheckpointClient, store: Store, clock: FixedClock, seeded: list[tuple[str, str]]
 ) -> None:
-    run_id, checkpoint_id = made[1]
-    await client.set_ttl(path_of(made[1]), 7200)
+    run_id, checkpoint_id = seeded[1]
+    await client.set_ttl(path_of(seeded[1]), 7200)
     expires = store.get_checkpoint(run_id, checkpoint_id).expires_at
     assert expires == clock.now() + timedelta(seconds=7200)
-    await client.set_ttl(path_of(made[1]), None)
+    await client.set_ttl(path_of(seeded[1]), None)
     assert store.get_checkpoint(run_id, checkpoint_id).expires_at is None
     with pytest.raises(BadRequestError) as caught:
-        await client.set_ttl(path_of(made[1]), 5)
+        await client.set_ttl(path_of(seeded[1]), 5)
     assert caught.value.status == 400
 
 
-async def test_delete(client: CheckpointClient, store: Store, made: list[tuple[str, str]]) -> None:
-    await client.delete_checkpoint(path_of(made[0]))
-    remaining = [c.tinker_path for c in await client.list_run_checkpoints(made[0][0])]
-    assert path_of(made[0]) not in remaining
+async def test_delete(
+    client: CheckpointClient, store: Store, seeded: list[tuple[str, str]]
+) -> None:
+    await client.delete_checkpoint(path_of(seeded[0]))
+    remaining = [c.tinker_path for c in await client.list_run_checkpoints(seeded[0][0])]
+    assert path_of(seeded[0]) not in remaining
     with pytest.raises(NotFoundError) as caught:
-        await client.delete_checkpoint(path_of(made[0]))
-    assert path_of(made[0]) in caught.value.message
+        await client.delete_checkpoint(path_of(seeded[0]))
+    assert path_of(seeded[0]) in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,6 @@ from ckpt_tui.client import (
     Timeout,
     Timeouts,
 )
-from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
 from tests.support.live_server import bind_loopback_socket, run_server
@@ -139,12 +138,6 @@ async def test_connection_refused_names_the_url() -> None:
         message == f"could not connect to {url}: connection refused — is `ckpt-tui serve` running?"
     )
     assert len(sleeps.delays) == 3
-
-
-@pytest.fixture
-def keyed_url(store: Store) -> Iterator[str]:
-    with run_server(create_app(store, api_key="tml-right", sweep_interval=None)) as url:
-        yield url
 
 
 async def test_wrong_key_is_an_auth_error_naming_its_source(keyed_url: str) -> None:

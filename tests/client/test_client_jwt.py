@@ -47,7 +47,7 @@ class JwtServer:
 
 
 @pytest.fixture
-def made(store: Store) -> list[tuple[str, str]]:
+def seeded(store: Store) -> list[tuple[str, str]]:
     return seed_store(store, runs=2, per_run=3)
 
 
@@ -62,17 +62,17 @@ def serve(store: Store, lifetime: int = 900, credential_cmd: bool = False) -> It
 
 
 @pytest.fixture
-def server(store: Store, made: list[tuple[str, str]]) -> Iterator[JwtServer]:
+def server(store: Store, seeded: list[tuple[str, str]]) -> Iterator[JwtServer]:
     yield from serve(store)
 
 
 @pytest.fixture
-def short_lived(store: Store, made: list[tuple[str, str]]) -> Iterator[JwtServer]:
+def short_lived(store: Store, seeded: list[tuple[str, str]]) -> Iterator[JwtServer]:
     yield from serve(store, lifetime=2)
 
 
 @pytest.fixture
-def cmd_server(store: Store, made: list[tuple[str, str]]) -> Iterator[JwtServer]:
+def cmd_server(store: Store, seeded: list[tuple[str, str]]) -> Iterator[JwtServer]:
     yield from serve(store, credential_cmd=True)
 
 
@@ -88,11 +88,11 @@ def runs_of(tmp_path: Path) -> int:
 
 
 async def test_the_key_is_traded_for_a_jwt_and_never_sent_elsewhere(
-    server: JwtServer, made: list[tuple[str, str]]
+    server: JwtServer, seeded: list[tuple[str, str]]
 ) -> None:
     backend = Backend.remote(server.url, KEY, "TINKER_API_KEY")
     async with CheckpointClient(backend) as client:
-        assert len(await client.list_all_checkpoints()) == len(made)
+        assert len(await client.list_all_checkpoints()) == len(seeded)
         assert client.session.uses_jwt
         assert client.describe() == f"{server.url} (JWTs for the key from TINKER_API_KEY)"
     assert server.faulty.requests[:2] == [
@@ -214,7 +214,7 @@ async def test_a_failing_command_is_a_clear_error_that_never_shows_its_output(
 
 
 async def test_without_jwt_exchange_the_command_is_not_an_api_key(
-    store: Store, made: list[tuple[str, str]], tmp_path: Path
+    store: Store, seeded: list[tuple[str, str]], tmp_path: Path
 ) -> None:
     """As in the SDK: a server that takes API keys only is not sent the command's output."""
     with run_server(create_app(store, api_key=KEY, sweep_interval=None)) as url:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient
 from ckpt_tui.store import Store
 from tests.support.seed import seed_store
 
@@ -14,20 +12,14 @@ PAGE = 40
 
 
 @pytest.fixture
-def made(store: Store) -> list[str]:
+def seeded(store: Store) -> list[str]:
     """250 checkpoints over 5 runs; their tinker paths, newest first (the server's order)."""
     pairs = seed_store(store, runs=5, per_run=50)
     return [f"tinker://{run}/{cid}" for run, cid in reversed(pairs)]
 
 
-@pytest.fixture
-async def client(server_url: str) -> AsyncIterator[CheckpointClient]:
-    async with CheckpointClient(Backend.remote(server_url)) as opened:
-        yield opened
-
-
 async def test_all_checkpoints_in_order_without_duplicates(
-    client: CheckpointClient, made: list[str]
+    client: CheckpointClient, seeded: list[str]
 ) -> None:
     progress: list[tuple[int, int]] = []
     listed = await client.list_all_checkpoints(
@@ -35,23 +27,23 @@ async def test_all_checkpoints_in_order_without_duplicates(
         concurrency=3,
         on_progress=lambda done, total: progress.append((done, total)),
     )
-    assert [c.tinker_path for c in listed] == made
+    assert [c.tinker_path for c in listed] == seeded
     assert len(progress) == 7  # ceil(250 / 40) pages
     assert progress[0] == (PAGE, 250)
     assert progress[-1] == (250, 250)
     assert [done for done, _ in progress] == sorted(done for done, _ in progress)
 
 
-async def test_pages_arrive_with_their_offsets(client: CheckpointClient, made: list[str]) -> None:
+async def test_pages_arrive_with_their_offsets(client: CheckpointClient, seeded: list[str]) -> None:
     pages = [page async for page in client.iter_checkpoint_pages(page_size=PAGE)]
     assert pages[0].offset == 0
     assert sorted(page.offset for page in pages) == list(range(0, 250, PAGE))
     for page in pages:
-        assert [c.tinker_path for c in page.items] == made[page.offset : page.offset + PAGE]
+        assert [c.tinker_path for c in page.items] == seeded[page.offset : page.offset + PAGE]
 
 
 async def test_a_list_that_grew_while_read_is_read_again_whole(
-    client: CheckpointClient, store: Store, made: list[str]
+    client: CheckpointClient, store: Store, seeded: list[str]
 ) -> None:
     added: list[bool] = []
 
@@ -65,10 +57,10 @@ async def test_a_list_that_grew_while_read_is_read_again_whole(
         page_size=PAGE, on_progress=add_newest_after_first_page
     )
     paths = [c.tinker_path for c in listed]
-    assert paths == ["tinker://run-000/weights/9999", *made]  # the second read, whole
+    assert paths == ["tinker://run-000/weights/9999", *seeded]  # the second read, whole
 
 
-async def test_all_training_runs(client: CheckpointClient, made: list[str]) -> None:
+async def test_all_training_runs(client: CheckpointClient, seeded: list[str]) -> None:
     one_page = await client.list_training_runs(limit=100)
     every = await client.list_all_training_runs(page_size=2, concurrency=2)
     assert [run.training_run_id for run in every] == [run.training_run_id for run in one_page.items]
