@@ -13,7 +13,7 @@ from ckpt_tui.client.client import (
     Timeouts,
     to_tinker_path,
 )
-from ckpt_tui.client.connection import (
+from ckpt_tui.client.endpoint import (
     API_KEY_HEADER,
     DEFAULT_BASE_URL,
     Backend,

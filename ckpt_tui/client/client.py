@@ -30,7 +30,7 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.client import bulk, paging
-from ckpt_tui.client.connection import Backend, check_base_url
+from ckpt_tui.client.endpoint import Backend, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,

@@ -33,8 +33,8 @@ import httpx
 import msgspec
 
 from ckpt_tui.api_types import AuthToken, ClientConfig
-from ckpt_tui.client.connection import API_KEY_HEADER, Backend, Credential
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV, run_credential_cmd
+from ckpt_tui.client.endpoint import API_KEY_HEADER, Backend, Credential
 from ckpt_tui.client.errors import (
     AuthError,
     BadResponse,

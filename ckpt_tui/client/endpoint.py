@@ -1,4 +1,4 @@
-"""Where the client connects, and with which key.
+"""Where the client connects (its endpoint: a URL or a local store), and with which key.
 
 Resolution order (`resolve_backend`):
 1. `--local STORE`: the server's app in-process, no port, no key;
