@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -169,6 +169,30 @@ class Health(msgspec.Struct, frozen=True, gc=False):
     """`GET /healthz`."""
 
     status: str = ""
+
+
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+
+class StorageUsageRow(msgspec.Struct, frozen=True):
+    """One row of the storage usage: a project's (or user's) checkpoints, count and bytes."""
+
+    checkpoint_count: int
+    size_bytes: int
+    size_gigabytes: float
+    project_id: str | None = None
+    org_user_urn: str | None = None
+    user_email: str | None = None
+    user_name: str | None = None
+    estimated_monthly_cost_usd: float | None = None
+
+
+class StorageUsage(msgspec.Struct, frozen=True):
+    """`GET /api/v1/billing/usage/checkpoints/current`: the rate storage is billed at
+    (USD per gigabyte-month; None when the service does not say) and usage rows."""
+
+    effective_rate_usd_per_gigabyte_month: NonNegative | None = None
+    data: list[StorageUsageRow] = msgspec.field(default_factory=list)
 
 
 class ClientConfig(msgspec.Struct, frozen=True):

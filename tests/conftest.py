@@ -20,9 +20,16 @@ from tests.support.live_server import run_server
 
 @pytest.fixture(autouse=True)
 def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The session log file goes to a temp folder, never to the user's own state folder."""
+    """The session log file goes to a temp folder, never to the user's own state folder. No
+    backend of the user's joins a test (it would reach the network): the config file is looked
+    for in an empty temp folder, the home folder (where `tinker auth login` keeps keys) is an
+    empty one, and the Tinker connection's variables are unset unless a test sets them."""
     folder = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_CREDENTIAL_CMD"):
+        monkeypatch.delenv(name, raising=False)
     return folder
 
 

@@ -17,6 +17,9 @@ class Connection:
 
     backend: Backend
     client: CheckpointClient
+    problem: str | None = None
+    """Why it cannot be used (e.g. its configured key variable is unset): shown as its
+    error, and nothing is sent."""
 
     @property
     def name(self) -> str:

@@ -152,6 +152,16 @@ class Fleet(msgspec.Struct, frozen=True):
         """Every backend's runs, backend by backend (each backend's newest first)."""
         return [run for snapshot in self.snapshots() for run in snapshot.catalog.runs]
 
+    def choose_runs(self, wanted: Sequence[str]) -> list[RunSummary] | None:
+        """All runs, or those any backend names `wanted` by id or display name (every
+        backend's that match); None when a wanted name matches no run anywhere."""
+        runs = self.runs()
+        if not wanted:
+            return runs
+        chosen = [run for run in runs if run.run_id in wanted or run.display_name in wanted]
+        matched = {run.run_id for run in chosen} | {run.display_name for run in chosen}
+        return chosen if all(name in matched for name in wanted) else None
+
     def row(self, backend: str, tinker_path: str) -> CheckpointRow | None:
         """The row whose identity is (backend, tinker_path), if it is shown."""
         snapshot = self.state(backend).snapshot

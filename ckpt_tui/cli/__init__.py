@@ -11,9 +11,9 @@ import argparse
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import demo, ls, options, prune, serve, tui
+from ckpt_tui.cli import demo, list_backends, ls, options, prune, serve, tui
 
-SUBCOMMANDS = (demo, serve, ls, prune)
+SUBCOMMANDS = (demo, serve, ls, prune, list_backends)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,8 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ckpt-tui",
         description="A terminal checkpoint manager for Tinker, PyTorch and Hugging Face "
         "checkpoints.",
-        epilog="Options of ckpt-tui itself (--local, --url, --api-key, --log-dir, --readonly, "
-        "...) mean the same before or after COMMAND; one COMMAND does not use is refused.",
+        epilog="Options of ckpt-tui itself (--local, --url, --api-key, --no-tinker, --log-dir, "
+        "--readonly, ...) mean the same before or after COMMAND; one COMMAND does not use is "
+        "refused. --url and --local repeat (NAME=URL, NAME=STORE); with neither, the backends "
+        "of the config file open (`ckpt-tui backends` lists them).",
     )
     parser.add_argument("--version", action="version", version=f"ckpt-tui {__version__}")
     options.add_global_options(parser, options.ALL, after_command=False)

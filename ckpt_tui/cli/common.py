@@ -1,4 +1,5 @@
-"""What the commands share: the backend and log dirs their options name, and error output."""
+"""What the commands share: the backends their options name, their clients, the log dirs,
+and error output."""
 
 from __future__ import annotations
 
@@ -6,12 +7,23 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+
+from ckpt_tui.backends import Connection
+from ckpt_tui.backends.config import ConfigError, load_config
+from ckpt_tui.backends.load import describe_client_error, failure_text
+from ckpt_tui.backends.resolve import Setup, SetupError, Wanted, resolve, split_named
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.client import ApiError, Backend, ClientError, resolve_backend
+from ckpt_tui.cli.clients import client_for
+from ckpt_tui.client import Backend as Endpoint
+from ckpt_tui.client import CheckpointClient, ClientError
+
+__all__ = ["describe_client_error"]
 
 NO_BACKEND_MESSAGE = """\
 ckpt-tui: no backend configured. Any one of these gives it one:
@@ -20,34 +32,46 @@ ckpt-tui: no backend configured. Any one of these gives it one:
   ckpt-tui --url URL --api-key KEY    a checkpoint server (e.g. `ckpt-tui serve` elsewhere)
   TINKER_API_KEY=tml-... ckpt-tui     the hosted Tinker service (or `tinker auth login` once)
   TINKER_CREDENTIAL_CMD=CMD ckpt-tui  the hosted service, with a command that prints a credential
-  TINKER_BASE_URL=URL                 another server, as the tinker SDK reads it"""
+  TINKER_BASE_URL=URL                 another server, as the tinker SDK reads it
+  ~/.config/ckpt-tui/config.toml      backends by name ([backends.NAME], see the README)"""
 
 
 class NoBackendError(Exception):
-    """Nothing says where to connect, what it says cannot be used (a missing folder), or the
-    flags name two different places."""
+    """Nothing says where to connect, or what it says cannot be used (a missing folder)."""
 
 
-def backend_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Backend:
-    """The backend the flags, the environment or the credentials file name.
+USAGE_ERRORS = (NoBackendError, SetupError, ConfigError)
+"""What `setups_from_args` raises for options that cannot work (exit 2)."""
 
-    NoBackendError when none of them names one (no local store, URL or key anywhere).
-    """
+
+def setups_from_args(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    storage_rate: float | None = None,
+) -> list[Setup]:
+    """The backends the options, the config file (only without --url/--local) and the
+    environment name, Tinker first. One of USAGE_ERRORS (exit 2) when they cannot work, or
+    InvalidUrlError for a --url that is not one."""
     env = os.environ if env is None else env
-    if args.local and (args.url or args.api_key):
-        other = "--url" if args.url else "--api-key"
-        raise NoBackendError(
-            f"ckpt-tui: --local names a local store and {other} a server: give one of them"
-        )
-    backend = resolve_backend(
-        local=args.local, url=args.url, api_key=args.api_key, env=env, project=args.project
+    urls, folders = list(args.url), list(args.local)
+    for text in folders:
+        check_local_folder(Path(split_named(text)[1]).expanduser())
+    wanted = Wanted(
+        urls=urls,
+        locals=folders,
+        api_key=args.api_key or None,
+        no_tinker=args.no_tinker,
+        readonly=args.readonly,
+        project=args.project,
+        storage_rate=storage_rate,
     )
-    if backend.local_store is not None:
-        check_local_folder(backend.local_store)
-        return backend
-    if args.url or env.get("TINKER_BASE_URL") or backend.credential():
-        return backend
-    raise NoBackendError(NO_BACKEND_MESSAGE)
+    config = None if urls or folders else load_config(env=env)
+    setups = resolve(wanted, config, env)
+    if not setups:
+        raise NoBackendError(NO_BACKEND_MESSAGE)
+    if len(setups) == 1 and setups[0].problem is not None:
+        raise NoBackendError(f"ckpt-tui: {setups[0].problem}")
+    return setups
 
 
 def check_local_folder(folder: Path) -> None:
@@ -61,6 +85,56 @@ def check_local_folder(folder: Path) -> None:
     )
 
 
+def connect(setup: Setup) -> Connection:
+    """The backend with its own client; when it cannot have one (its key is not there, its
+    store does not open), a client that sends nothing and the reason as its problem."""
+    problem = setup.problem
+    if problem is None:
+        try:
+            client = client_for(setup.endpoint, readonly=setup.backend.readonly)
+        except ClientError as exc:
+            problem = failure_text(exc)
+        else:
+            return Connection(setup.backend, client)
+    return Connection(setup.backend, refusing_client(problem), problem)
+
+
+class RefusingTransport(httpx.AsyncBaseTransport):
+    """Answers every request with a 400 carrying `problem`; nothing leaves the process."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        headers = {"x-should-retry": "false"}
+        return httpx.Response(400, json={"detail": self.problem}, headers=headers)
+
+
+def refusing_client(problem: str) -> CheckpointClient:
+    """A client every call of which fails with `problem`."""
+    endpoint = Endpoint.remote("http://unusable.invalid")
+    return CheckpointClient(endpoint, transport=RefusingTransport(problem))
+
+
+@asynccontextmanager
+async def opened(setups: Sequence[Setup]) -> AsyncIterator[list[Connection]]:
+    """Every backend's connection, closed on the way out; local stores open side by side
+    in worker threads."""
+    connections = list(await asyncio.gather(*(asyncio.to_thread(connect, s) for s in setups)))
+    try:
+        yield connections
+    finally:
+        await asyncio.gather(*(connection.client.aclose() for connection in connections))
+
+
+def described(connection: Connection) -> str:
+    """Where a connection talks and with which credential, as start-up settled it (never the
+    credential): 'http://127.0.0.1:8751 (key from $BOX1_KEY)', 'local store /data/ckpts'."""
+    if connection.problem is not None:
+        return connection.backend.place
+    return connection.client.describe()
+
+
 def log_settings_from_args(args: argparse.Namespace) -> LogDirSettings:
     return LogDirSettings.from_args(args.log_dir)
 
@@ -69,13 +143,6 @@ def fail(message: str, code: int = 1) -> int:
     """Print an error for people on stderr and return the exit code."""
     print(message if message.startswith("ckpt-tui") else f"ckpt-tui: {message}", file=sys.stderr)
     return code
-
-
-def describe_client_error(exc: ClientError) -> str:
-    """The message, plus the server's own words when a server answered and said more."""
-    said = isinstance(exc, ApiError) and exc.detail and exc.detail not in exc.message
-    detail = f" (server said: {exc.detail})" if said else ""
-    return f"{exc.message}{detail}"
 
 
 T = TypeVar("T")

@@ -1,33 +1,41 @@
-"""`ckpt-tui ls`: runs and checkpoints as a table or one JSON document, for scripts."""
+"""`ckpt-tui ls`: runs and checkpoints of every backend as a table, or one JSON document."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ckpt_tui.backends import BackendState, Fleet
+from ckpt_tui.backends.load import load_fleet
+from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.catalog import RunSummary
-from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
+from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
-from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import (
-    NoBackendError,
-    backend_from_args,
+    USAGE_ERRORS,
     describe_client_error,
+    described,
     fail,
     log_settings_from_args,
+    opened,
     run_async,
+    setups_from_args,
 )
-from ckpt_tui.cli.documents.listing import table_lines, write_ls_json
-from ckpt_tui.client import Backend, ClientError
+from ckpt_tui.cli.documents.listing import Section, table_lines, write_ls_json
+from ckpt_tui.client import ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
+from ckpt_tui.sizes import format_total
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "ls",
         help="list runs and checkpoints (non-interactive)",
-        description="List runs and their checkpoints with sizes, expiry, state and flags.",
+        description="List the runs of every backend and their checkpoints with sizes, expiry, "
+        "state and flags.",
     )
     options.add_global_options(parser, options.BACKEND, after_command=True)
     parser.add_argument(
@@ -41,49 +49,106 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """Every backend as it was loaded, and how each was talked to."""
+
+    setups: list[Setup]
+    fleet: Fleet
+    described: dict[str, str]
+    """By backend name: where, and with which credential, as start-up settled it."""
+
+    def nothing_found(self, name: str) -> str:
+        """What an empty backend says (where it looked, and for what)."""
+        return next(s.endpoint.nothing_found() for s in self.setups if s.backend.name == name)
+
+
+async def load(setups: list[Setup], settings: LogDirSettings) -> Loaded:
+    """Every backend loaded side by side, each with its own client."""
+    async with opened(setups) as connections:
+        fleet = await load_fleet(connections, settings, costs=False)  # ls shows no cost
+        return Loaded(setups, fleet, {c.name: described(c) for c in connections})
+
+
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     try:
-        backend = backend_from_args(args)
-    except NoBackendError as exc:
+        setups = setups_from_args(args)
+    except USAGE_ERRORS as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
-    try:
-        snapshot, described = run_async(fetch(backend, log_settings_from_args(args)))
-    except ClientError as exc:
-        return fail(describe_client_error(exc))
-    runs = choose_runs(snapshot, args.run)
-    if runs is None:
-        known = ", ".join(run.display_name for run in snapshot.catalog.runs) or "none"
+    loaded = run_async(load(setups, log_settings_from_args(args)))
+    fleet = loaded.fleet
+    several = len(fleet.states) > 1
+    if not several and fleet.states[0].error is not None:
+        return fail(fleet.states[0].error)  # nothing to show
+    chosen = fleet.choose_runs(args.run)
+    if chosen is None:
+        known = ", ".join(run.display_name for run in fleet.runs()) or "none"
         return fail(f"no run matches {', '.join(args.run)}; known runs: {known}", 2)
     now = (clock or clock_from_environ()).now()
-    problems = (
-        [snapshot.incomplete, *snapshot.problems] if snapshot.incomplete else snapshot.problems
-    )
+    problems = [
+        f"{state.name}: {problem}" if several else problem
+        for state in fleet.states
+        for problem in state_problems(state)
+    ]
     if args.json:
+        sections = [
+            Section(
+                state.backend,
+                loaded.described[state.name],
+                [run for run in chosen if run.backend == state.name],
+                state.complete,
+                state.error,
+            )
+            for state in fleet.states
+        ]
         sys.stdout.flush()
-        write_ls_json(sys.stdout.buffer, described, runs, problems, now, snapshot.complete)
+        write_ls_json(sys.stdout.buffer, sections, problems, now)
     else:
-        lines = table_lines(runs, now) if snapshot.catalog.runs else [backend.nothing_found()]
-        print("\n".join(lines).rstrip())
-        for problem in snapshot.problems:
+        print("\n".join(text_lines(loaded, chosen, now)).rstrip())
+        for problem in problems:
             print(f"warning: {problem}")
-    if snapshot.incomplete:
-        return fail(f"this list is not whole, {snapshot.incomplete}; run it again")
-    return 0
+    return 0 if fleet.complete else fail(not_whole(fleet))
 
 
-async def fetch(backend: Backend, settings: LogDirSettings) -> tuple[Snapshot, str]:
-    """The snapshot, and the backend as start-up settled it (e.g. 'JWTs for the key from ...')."""
-    async with await open_client(backend) as client:
-        return await load_snapshot(client, settings), client.describe()
+def not_whole(fleet: Fleet) -> str:
+    """Why the list is not whole: the one backend's reason, or each backend's by name."""
+    if len(fleet.states) == 1:
+        snapshot = fleet.states[0].snapshot
+        return (
+            f"this list is not whole, {snapshot.incomplete if snapshot else 'not loaded'}; "
+            "run it again"
+        )
+    return f"this list is not whole: {'; '.join(fleet.incomplete())}; run it again"
 
 
-def choose_runs(snapshot: Snapshot, wanted: list[str]) -> list[RunSummary] | None:
-    """All runs, or those named by id or display name; None if a name matches nothing."""
-    runs = snapshot.catalog.runs
-    if not wanted:
-        return runs
-    chosen = [run for run in runs if run.run_id in wanted or run.display_name in wanted]
-    matched = {run.run_id for run in chosen} | {run.display_name for run in chosen}
-    return chosen if all(name in matched for name in wanted) else None
+def state_problems(state: BackendState) -> list[str]:
+    """What a backend could not read: its error, its list being partial, its bad files."""
+    if state.error is not None:
+        return [state.error]
+    snapshot = state.snapshot
+    if snapshot is None:
+        return []
+    return [snapshot.incomplete, *snapshot.problems] if snapshot.incomplete else snapshot.problems
+
+
+def text_lines(loaded: Loaded, chosen: Sequence[RunSummary], now: Any) -> list[str]:
+    """The table; with several backends, a heading per backend before its runs."""
+    states = loaded.fleet.states
+    if len(states) == 1:
+        name = states[0].name
+        return table_lines(chosen, now) if chosen else [loaded.nothing_found(name)]
+    lines: list[str] = []
+    totals = loaded.fleet.totals()
+    for state in states:
+        runs = [run for run in chosen if run.backend == state.name]
+        total = totals[state.name]
+        where = f"== {state.name}: {loaded.described[state.name]}"
+        if state.error is not None:
+            lines += [f"{where}: FAILED ==", f"  {state.error}", ""]
+            continue
+        count = f"{total.checkpoints} checkpoints, {format_total(total.size)}"
+        lines += [f"{where}: {len(runs)} runs, {count} =="]
+        lines += table_lines(runs, now) if runs else [loaded.nothing_found(state.name), ""]
+    return lines

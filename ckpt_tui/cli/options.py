@@ -4,8 +4,9 @@ argparse lets a subparser that defines an option again overwrite what the main p
 before the subcommand (its default replaces the earlier value). So every global option is
 declared once, in GLOBAL_OPTIONS; the main parser and each subcommand that accepts it add a
 copy, and the two copies store into different names with no default. `settle` then merges
-them: a flag given on both sides is joined (repeatable options), agreed on (switches), or
-refused when the values differ; an option the chosen command does not use is refused.
+them: a flag given on both sides is joined (repeatable options: --url, --local, --log-dir; a
+value given twice counts once), agreed on (switches), or refused when the values differ; an
+option the chosen command does not use is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ ACCEPTED = "global_options_accepted"
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
-CONNECT = "where to connect (give one: --local, or --url with an optional --api-key)"
+CONNECT = (
+    "where to connect (--url and --local repeat and add up; with neither, every backend of "
+    "the config file opens; the Tinker connection of the environment joins unless --no-tinker)"
+)
 
 
 def poll_seconds(text: str) -> float:
@@ -76,14 +80,40 @@ class GlobalOption:
 
 
 GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
-    GlobalOption("--local", CONNECT, {"metavar": "STORE", "help": "a local store folder"}),
     GlobalOption(
-        "--url", CONNECT, {"help": "a checkpoint server's base URL (else $TINKER_BASE_URL)"}
+        "--local",
+        CONNECT,
+        {
+            "action": "append",
+            "metavar": "[NAME=]STORE",
+            "help": "a local store folder, optionally named (repeatable)",
+        },
+    ),
+    GlobalOption(
+        "--url",
+        CONNECT,
+        {
+            "action": "append",
+            "metavar": "[NAME=]URL",
+            "help": "a checkpoint server's base URL, optionally named (repeatable)",
+        },
     ),
     GlobalOption(
         "--api-key",
         CONNECT,
-        {"help": "API key (else $TINKER_API_KEY, else the default key of `tinker auth login`)"},
+        {
+            "help": "the key of the one --url; with no --url, of the Tinker connection (else "
+            "$TINKER_API_KEY, else the default key of `tinker auth login`)"
+        },
+    ),
+    GlobalOption(
+        "--no-tinker",
+        CONNECT,
+        {
+            "action": "store_true",
+            "help": "leave out the Tinker connection ($TINKER_BASE_URL, $TINKER_API_KEY, "
+            "tinker auth login)",
+        },
     ),
     GlobalOption(
         "--project",
@@ -127,13 +157,15 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
         None,
         {
             "metavar": "USD_PER_GIB_MONTH",
-            "help": f"monthly storage costs at this rate (else ${STORAGE_RATE_ENV}; else none)",
+            "help": "USD per GiB-month for every backend without a rate of its own in the "
+            f"config (else ${STORAGE_RATE_ENV}, else its billing endpoint's, else none); "
+            "`serve` answers its billing endpoint at this rate",
         },
     ),
 )
 BY_DEST = {option.dest: option for option in GLOBAL_OPTIONS}
 ALL = tuple(BY_DEST)
-BACKEND = ("local", "url", "api_key", "project", "log_dir", "readonly")
+BACKEND = ("local", "url", "api_key", "no_tinker", "project", "log_dir", "readonly")
 """What every command that talks to a backend accepts."""
 
 
@@ -189,8 +221,8 @@ def merged(
     given = [value for value in (before, after) if value is not None]
     if not given:
         return option.default
-    if option.repeatable:
-        return [item for value in given for item in value]
+    if option.repeatable:  # they add up; one given on both sides counts once
+        return list(dict.fromkeys(item for value in given for item in value))
     if len(given) == 2 and before != after:
         parser.error(
             f"{option.flag} was given twice with different values ({before} before "

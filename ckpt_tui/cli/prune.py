@@ -10,34 +10,37 @@ it would delete every unprotected checkpoint, which needs an explicit
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
-from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
-from ckpt_tui.cli import options
-from ckpt_tui.cli.clients import open_client
+from ckpt_tui.backends import BackendState, Fleet
+from ckpt_tui.backends.load import load_fleet
+from ckpt_tui.backends.resolve import Setup
+from ckpt_tui.catalog.snapshot import LogDirSettings
+from ckpt_tui.cli import common, options
 from ckpt_tui.cli.common import (
-    NoBackendError,
-    backend_from_args,
     describe_client_error,
     fail,
     log_settings_from_args,
+    opened,
     run_async,
 )
-from ckpt_tui.cli.documents.prune_plan import outcome_lines, plan_lines, plural, write_plan_json
-from ckpt_tui.cli.ls import choose_runs
-from ckpt_tui.client import (
-    Backend,
-    ClientError,
-    IncompleteListError,
-    Outcome,
+from ckpt_tui.cli.documents.prune_plan import (
+    fleet_plan_lines,
+    outcome_lines,
+    plan_lines,
+    plural,
+    write_plan_json,
 )
+from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
-from ckpt_tui.policy import KeepPolicy, Plan, PolicyError, plan
+from ckpt_tui.policy import KeepPolicy, PolicyError
+from ckpt_tui.policy.fleet import Part, plan_fleet
 from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (
@@ -156,61 +159,97 @@ class Job:
     runs: Sequence[str]
     execute: bool
     now: datetime
-    readonly: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    snapshot: Snapshot
-    plan: Plan
-    outcomes: list[Outcome] | None
-    backend: str
-    """The backend as start-up settled it (e.g. 'JWTs for the key from ...')."""
+    parts: list[Part]
+    described: dict[str, str]
+    """By backend name: where, and with which credential, as start-up settled it."""
+    problems: list[str]
+
+    @property
+    def failed(self) -> bool:
+        """A delete failed, or a part with deletions was refused or not planned."""
+        outcomes = [o for part in self.parts for o in part.outcomes or ()]
+        return any(not o.ok for o in outcomes) or any(
+            part.refused or part.not_planned for part in self.parts
+        )
 
 
-def plan_snapshot(snapshot: Snapshot, job: Job) -> Plan:
-    runs = choose_runs(snapshot, list(job.runs))
-    if runs is None:
-        known = ", ".join(run.display_name for run in snapshot.catalog.runs) or "none"
-        raise UsageError(f"no run matches {', '.join(job.runs)}; known runs: {known}")
-    rows = [row for run in runs for row in run.stored_rows]
-    metric = job.policy.metric
-    if metric is not None and not any(metric in row.metrics for row in rows):
-        found = ", ".join(sorted({key for row in rows for key in row.metrics})) or "none"
-        raise UsageError(f"no checkpoint has metric {metric!r}; metrics found: {found}")
-    return plan(rows, job.policy, job.now)
+class NotWhole(Exception):
+    """A backend's list is not whole (or it failed): --yes deletes nothing anywhere."""
 
 
 async def prune(
-    backend: Backend,
+    setups: Sequence[Setup],
     settings: LogDirSettings,
     job: Job,
-    before_acting: Callable[[Snapshot, Plan, str], None] | None = None,
+    before_acting: Callable[[Result], None] | None = None,
 ) -> Result:
-    """Load, plan, and (with `job.execute`) delete the plan's rows in the same session.
+    """Load every backend, plan each, and (with `job.execute`) delete each plan's rows through
+    its own backend's client, all backends at once.
 
-    `before_acting` sees the plan and where it acts before anything is deleted.
+    `before_acting` sees the plans and where each acts before anything is deleted. With
+    `job.execute`, a backend whose list is not whole stops everything (NotWhole), and a
+    read-only backend's part is refused.
     """
-    async with await open_client(backend, readonly=job.readonly) as client:
-        snapshot = await load_snapshot(client, settings)
-        if not snapshot.complete:
-            raise IncompleteListError(
-                f"{snapshot.incomplete}. Nothing was planned or deleted: a keep policy on a "
-                "partial list would delete what it cannot see is needed. Run it again."
+    async with opened(setups) as connections:
+        fleet = await load_fleet(connections, settings)
+        described = {c.name: common.described(c) for c in connections}
+        problems = fleet_problems(fleet)
+        if len(fleet.states) == 1 and not fleet.complete:
+            raise NotWhole(only_one_not_whole(fleet.states[0]))
+        parts = plan_fleet(fleet, job.policy, job.runs, job.now)
+        if job.execute and not fleet.complete:
+            raise NotWhole(
+                "not every backend's list is whole ("
+                + "; ".join(fleet.incomplete())
+                + "). Nothing was deleted on any backend: a keep policy on a partial list would "
+                "delete what it cannot see is needed. Run it again, or leave that backend out "
+                "(--no-tinker, or --url/--local naming only the others)."
             )
-        the_plan = plan_snapshot(snapshot, job)
+        result = Result(parts, described, problems)
         if before_acting is not None:
-            before_acting(snapshot, the_plan, client.describe())
-        outcomes = None
+            before_acting(result)
         if job.execute:
-            targets = [row.tinker_path for row in the_plan.to_delete]
-            outcomes = await client.bulk_delete(targets) if targets else []
-        described = client.describe()
-    return Result(snapshot, the_plan, outcomes, described)
+            clients = {connection.name: connection.client for connection in connections}
+            parts = list(await asyncio.gather(*(carry_out(p, clients[p.name]) for p in parts)))
+            result = Result(parts, described, problems)
+    return result
 
 
-def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, float | None, Backend]:
-    """Policy, rate and backend from the arguments; raises on a usage error."""
+async def carry_out(part: Part, client: CheckpointClient) -> Part:
+    """Delete a part's planned rows through its own client (none when refused)."""
+    if part.plan is None or part.refused:
+        return part
+    targets = [row.tinker_path for row in part.plan.to_delete]
+    return part.done(await client.bulk_delete(targets) if targets else [])
+
+
+def only_one_not_whole(state: BackendState) -> str:
+    """Why the one backend cannot be planned, as it was said before there were several."""
+    if state.error is not None:
+        return state.error
+    return (
+        f"{state.incomplete.split(': ', 1)[-1]}. Nothing was planned or deleted: a keep policy "
+        "on a partial list would delete what it cannot see is needed. Run it again."
+    )
+
+
+def fleet_problems(fleet: Fleet) -> list[str]:
+    """Every backend's problems; prefixed with its name when there are several."""
+    several = len(fleet.states) > 1
+    return [
+        f"{state.name}: {problem}" if several else problem
+        for state in fleet.states
+        if state.snapshot is not None
+        for problem in state.snapshot.problems
+    ]
+
+
+def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, list[Setup]]:
+    """Policy and backends from the arguments; raises on a usage error."""
     if (args.keep_best is None) != (args.metric is None):
         raise UsageError("--keep-best K and --metric KEY go together (e.g. --metric eval_loss)")
     policy = policy_from_args(args)
@@ -219,72 +258,80 @@ def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, float | None, Backend
     rate = resolve_storage_rate(args.storage_rate)
     if args.yes and args.readonly:
         raise UsageError(READONLY_REFUSAL)
-    return policy, rate, backend_from_args(args)
+    return policy, common.setups_from_args(args, storage_rate=rate)
 
 
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     try:
-        policy, rate, backend = prepare(args)
-    except (UsageError, PolicyError, RateError, NoBackendError) as exc:
+        policy, setups = prepare(args)
+    except (UsageError, PolicyError, RateError, *common.USAGE_ERRORS) as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
     now = (clock or clock_from_environ()).now()
-    job = Job(policy, args.run, args.yes, now, args.readonly)
+    job = Job(policy, args.run, args.yes, now)
 
-    def before_acting(snapshot: Snapshot, the_plan: Plan, where: str) -> None:
-        show_plan(snapshot, the_plan, where, rate, args.json, args.yes)
+    def before_acting(result: Result) -> None:
+        show_plan(result, policy, args.json, args.yes)
 
     try:
-        result = run_async(prune(backend, log_settings_from_args(args), job, before_acting))
-    except UsageError as exc:
+        result = run_async(prune(setups, log_settings_from_args(args), job, before_acting))
+    except (UsageError, PolicyError) as exc:
         return fail(str(exc), 2)
-    except ClientError as exc:
-        return fail(describe_client_error(exc))
-    show(result, rate, args.json)
-    failed = result.outcomes is not None and any(not o.ok for o in result.outcomes)
-    return 1 if failed else 0
+    except NotWhole as exc:
+        return fail(str(exc))
+    show(result, policy, now, args.json, args.yes)
+    return 1 if result.failed else 0
 
 
-def acting_line(count: int, where: str) -> str:
+def acting_line(count: int, name: str, where: str) -> str:
     """What is about to happen and where, said before it happens."""
-    return f"Deleting {plural(count, 'checkpoint')} on {where}"
+    return f"Deleting {plural(count, 'checkpoint')} on {name} at {where}"
 
 
-def show_plan(
-    snapshot: Snapshot,
-    the_plan: Plan,
-    where: str,
-    rate: float | None,
-    as_json: bool,
-    execute: bool,
-) -> None:
-    """Before anything is deleted: the plan (text), and the target of the deletes."""
-    acting = acting_line(the_plan.delete_count, where) if execute else None
+def acting_lines(result: Result) -> list[str]:
+    """For each backend with deletions: where they go, or why they are refused."""
+    lines = []
+    for part in result.parts:
+        if part.refused:
+            lines.append(f"Refused: {part.refused}")
+        elif part.delete_count:
+            lines.append(acting_line(part.delete_count, part.name, result.described[part.name]))
+    return lines
+
+
+def show_plan(result: Result, policy: KeepPolicy, as_json: bool, execute: bool) -> None:
+    """Before anything is deleted: the plans (text), and every backend deletes will reach."""
+    acting = acting_lines(result) if execute else []
     if as_json:
-        if acting and the_plan.delete_count:
-            print(acting, file=sys.stderr, flush=True)
+        if acting:
+            print("\n".join(acting), file=sys.stderr, flush=True)
         return
-    for problem in snapshot.problems:
+    for problem in result.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    print("\n".join(plan_lines(the_plan, rate)))
-    if acting and the_plan.delete_count:
-        print(f"{acting}:", flush=True)
+    parts = result.parts
+    if len(parts) == 1 and parts[0].plan is not None:
+        print("\n".join(plan_lines(parts[0].plan, parts[0].state.rate)))
+    else:
+        print("\n".join(fleet_plan_lines(parts, policy, result.described)))
+    for line in acting:
+        print(f"{line}:" if line.startswith("Deleting") else line, flush=True)
 
 
-def show(result: Result, rate: float | None, as_json: bool) -> None:
+def show(result: Result, policy: KeepPolicy, now: datetime, as_json: bool, execute: bool) -> None:
     """After acting: the JSON document, or the outcome of the deletes (text)."""
-    problems = result.snapshot.problems
     if as_json:
         sys.stdout.flush()
-        plan = result.plan
-        write_plan_json(sys.stdout.buffer, plan, result.backend, rate, result.outcomes, problems)
+        out = sys.stdout.buffer
+        write_plan_json(out, result.parts, result.described, policy, now, execute, result.problems)
         return
-    count = result.plan.delete_count
-    if result.outcomes is None:
+    count = sum(part.delete_count for part in result.parts if not part.refused)
+    if not execute:
         hint = f"Run again with --yes to delete these {count} checkpoints."
         print(f"Dry run: nothing was deleted. {hint if count else 'Nothing to delete.'}")
-    elif not result.outcomes:
-        print("Nothing to delete.")
-    else:
-        print("\n".join(outcome_lines(result.outcomes)))
+        for part in result.parts:
+            if part.refused or part.not_planned:
+                print(f"  {part.refused or 'not planned: ' + part.not_planned}")
+        return
+    outcomes = [o for part in result.parts for o in part.outcomes or ()]
+    print("\n".join(outcome_lines(outcomes)) if outcomes else "Nothing to delete.")

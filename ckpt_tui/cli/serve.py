@@ -14,6 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ckpt_tui.cli.prune import positive_int
+from ckpt_tui.cost import RateError, parse_rate
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -41,7 +42,10 @@ trade the key for a short-lived JWT at POST /api/v1/auth/token and send that JWT
 command in $TINKER_CREDENTIAL_CMD.
 A STORE folder that is not writable is refused: the server must be able to delete expired
 checkpoints. With --readonly, STORE must exist and is served read-only: every change is
-refused (403) and nothing in the folder is written. Stop the server with Ctrl-C.
+refused (403) and nothing in the folder is written. With --storage-rate R (USD per
+GiB-month) GET /api/v1/billing/usage/checkpoints/current answers the store's checkpoint count
+and bytes at that rate, so clients cost this box's checkpoints by it. Stop the server with
+Ctrl-C.
 """
 
 
@@ -79,7 +83,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
     )
-    options.add_global_options(parser, ("readonly",), after_command=True)
+    options.add_global_options(parser, ("readonly", "storage_rate"), after_command=True)
     parser.set_defaults(func=run)
 
 
@@ -115,13 +119,20 @@ def auth_options(args: argparse.Namespace) -> AuthOptions:
     return AuthOptions(api_key, key_hint, lifetime, args.credential_cmd)
 
 
-def build_app(store: Store, auth: AuthOptions) -> Starlette:
-    """The server's app over `store`, authenticating as `auth` says."""
+def build_app(store: Store, auth: AuthOptions, storage_rate: float | None = None) -> Starlette:
+    """The server's app over `store`, authenticating as `auth` says; with `storage_rate`, its
+    billing endpoint answers the store's usage at that rate."""
     from ckpt_tui.server import create_app
     from ckpt_tui.server.tokens import JwtIssuer
 
     issuer = None if auth.jwt_lifetime is None else JwtIssuer(auth.jwt_lifetime)
-    return create_app(store, api_key=auth.api_key, jwt=issuer, credential_cmd=auth.credential_cmd)
+    return create_app(
+        store,
+        api_key=auth.api_key,
+        jwt=issuer,
+        credential_cmd=auth.credential_cmd,
+        storage_rate=storage_rate,
+    )
 
 
 class ServeError(Exception):
@@ -218,9 +229,12 @@ def run(args: argparse.Namespace) -> int:
                 f"refusing to serve on non-loopback host {args.host} without an API key: "
                 f"pass --api-key KEY (or set {API_KEY_ENV}), or use --host 127.0.0.1"
             )
+        rate = (
+            None if args.storage_rate is None else parse_rate(args.storage_rate, "--storage-rate")
+        )
         root = prepare_store_dir(args.store, args.readonly)
         sock = bind_socket(args.host, args.port)
-    except ServeError as exc:
+    except (ServeError, RateError) as exc:
         print(f"ckpt-tui serve: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     if api_key and not api_key.startswith("tml-"):
@@ -228,11 +242,15 @@ def run(args: argparse.Namespace) -> int:
             "ckpt-tui serve: note: the tinker SDK only sends keys starting with 'tml-'",
             file=sys.stderr,
         )
-    return serve_forever(root, sock, auth, args.readonly)
+    return serve_forever(root, sock, auth, args.readonly, rate)
 
 
 def serve_forever(
-    root: Path, sock: socket.socket, auth: AuthOptions, readonly: bool = False
+    root: Path,
+    sock: socket.socket,
+    auth: AuthOptions,
+    readonly: bool = False,
+    storage_rate: float | None = None,
 ) -> int:
     """Open the store, run uvicorn on `sock` until a signal, close the store."""
     import uvicorn
@@ -247,8 +265,10 @@ def serve_forever(
         return USAGE_ERROR
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        config = uvicorn.Config(build_app(store, auth), log_level="warning")
+        config = uvicorn.Config(build_app(store, auth, storage_rate), log_level="warning")
         line = start_line(sock, root, auth)
+        if storage_rate is not None:
+            line += f" | billing at ${storage_rate:g} per GiB-month"
         print(line + (" | read-only" if readonly else ""), flush=True)
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""`ckpt-tui` with no subcommand: open the app on the configured backend."""
+"""`ckpt-tui` with no subcommand: open the app on the backends the options name."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from functools import partial
 
 from ckpt_tui.cli.clients import open_client
 from ckpt_tui.cli.common import (
-    NoBackendError,
-    backend_from_args,
+    USAGE_ERRORS,
     describe_client_error,
     fail,
     log_settings_from_args,
+    setups_from_args,
 )
 from ckpt_tui.client import ClientError
 from ckpt_tui.clock import clock_from_environ
@@ -21,21 +21,23 @@ from ckpt_tui.cost import RateError, resolve_storage_rate
 def run(args: argparse.Namespace) -> int:
     try:
         rate = resolve_storage_rate(args.storage_rate)
-        backend = backend_from_args(args)
-    except (NoBackendError, RateError) as exc:
+        setups = setups_from_args(args, storage_rate=rate)
+    except (*USAGE_ERRORS, RateError) as exc:
         return fail(str(exc), 2)
     except ClientError as exc:
         return fail(describe_client_error(exc), 2)
     from ckpt_tui.tui.app import CkptApp
 
+    # Until the app shows several backends side by side, it opens the first one.
+    first = setups[0]
     app = CkptApp(
-        backend,
+        first.endpoint,
         log_settings_from_args(args),
         clock=clock_from_environ(),
         poll_interval=args.poll,
-        readonly=args.readonly,
-        storage_rate=rate,
-        connect=partial(open_client, backend, readonly=args.readonly),
+        readonly=first.backend.readonly,
+        storage_rate=first.backend.storage_rate,
+        connect=partial(open_client, first.endpoint, readonly=first.backend.readonly),
     )
     app.run()
     return 0

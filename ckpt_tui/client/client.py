@@ -24,6 +24,7 @@ from ckpt_tui.api_types import (
     Checkpoint,
     CheckpointsPage,
     Health,
+    StorageUsage,
     TinkerPath,
     TrainingRun,
     TrainingRunsPage,
@@ -35,6 +36,7 @@ from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,
     IncompleteListError,
+    NotFoundError,
     ReadOnlyError,
     decoded,
 )
@@ -54,6 +56,7 @@ _RUN = msgspec.json.Decoder(TrainingRun)
 _RUNS_PAGE = msgspec.json.Decoder(TrainingRunsPage)
 _CHECKPOINTS_PAGE = msgspec.json.Decoder(CheckpointsPage)
 _WEIGHTS_INFO = msgspec.json.Decoder(WeightsInfo)
+_STORAGE_USAGE = msgspec.json.Decoder(StorageUsage)
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,17 @@ class CheckpointClient:
         body = {"tinker_path": str(path)}
         call = Call("POST", f"{API}/weights_info", f"weights info of {path}", body=body)
         return await self._decode(call, _WEIGHTS_INFO)
+
+    async def storage_usage(self, project_id: str | None = None) -> StorageUsage | None:
+        """What the server bills for checkpoint storage, and at which rate; None when it has
+        no billing endpoint (404: e.g. `ckpt-tui serve` without --storage-rate)."""
+        params = None if project_id is None else {"project_id": project_id}
+        route = f"{API}/billing/usage/checkpoints/current"
+        call = Call("GET", route, "the checkpoint storage usage", params)
+        try:
+            return await self._decode(call, _STORAGE_USAGE)
+        except NotFoundError:
+            return None
 
     # --- writes ------------------------------------------------------------------------------
     async def delete_checkpoint(self, ref: CheckpointRef) -> None:

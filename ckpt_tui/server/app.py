@@ -27,6 +27,7 @@ def create_app(
     jwt: JwtIssuer | None = None,
     credential_cmd: bool = False,
     sweep_interval: float | None = DEFAULT_SWEEP_INTERVAL,
+    storage_rate: float | None = None,
 ) -> Starlette:
     """Build the ASGI app over `store` (which the caller opens and closes).
 
@@ -37,6 +38,8 @@ def create_app(
     credential from `$TINKER_CREDENTIAL_CMD` (only meaningful with `jwt`).
     `sweep_interval` is how often, in seconds, expired checkpoints are removed while the app
     runs (the store also sweeps when opened); None turns the background sweep off.
+    With `storage_rate` (USD per GiB-month), `GET /api/v1/billing/usage/checkpoints/current`
+    answers the store's usage at that rate; without, it is a 404 (ckpt_tui.server.billing).
     """
     if api_key is not None and not api_key:
         raise ValueError("api_key must be a non-empty string or None")
@@ -44,6 +47,8 @@ def create_app(
         raise ValueError(f"sweep_interval must be positive or None, got {sweep_interval}")
     if jwt is not None and api_key is None:
         raise ValueError("JWT exchange needs an api_key to exchange")
+    if storage_rate is not None and not (0 <= storage_rate < float("inf")):
+        raise ValueError(f"storage_rate must be a finite number >= 0, got {storage_rate}")
     if credential_cmd and jwt is None:
         raise ValueError("credential_cmd needs JWT exchange (the SDK only uses it then)")
     middleware = (
@@ -60,6 +65,7 @@ def create_app(
     )
     app.state.store = store
     app.state.jwt_issuer = jwt
+    app.state.storage_rate = storage_rate
     app.state.client_config = client_config(jwt is not None, credential_cmd)
     return app
 

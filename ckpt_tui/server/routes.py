@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ckpt_tui.api_types import CheckpointsPage, Cursor, TrainingRunsPage
+from ckpt_tui.server.billing import checkpoint_storage_usage
 from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.error_responses import ApiError, guarded
 from ckpt_tui.server.params import (
@@ -137,4 +138,5 @@ ROUTES = [
     ),
     _route(f"{API}/checkpoints", list_checkpoints, ["GET"]),
     _route(f"{API}/weights_info", weights_info, ["POST"]),
+    _route(f"{API}/billing/usage/checkpoints/current", checkpoint_storage_usage, ["GET"]),
 ]

@@ -166,14 +166,16 @@ def test_local_goes_to_the_local_store_only(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    argv = line(command, position, ["--local", str(backends.local)], COMMAND_EXTRA[command])
-    ran = run_command(argv, command, capsys, monkeypatch)
+    options = ["--local", str(backends.local), "--no-tinker"]
+    ran = run_command(
+        line(command, position, options, COMMAND_EXTRA[command]), command, capsys, monkeypatch
+    )
     assert ran.code == 0, ran.err
     assert backends.calls() == (0, 0)  # neither server heard of it
     assert count(backends.store_a) == count(backends.store_b) == 2 * PER_RUN
     if command == "prune":
         assert local_count(backends, clock) == 2  # keep-last 1 in each of 2 runs
-        assert f"Deleting 6 checkpoints on local store {backends.local}:" in ran.out
+        assert f"Deleting 6 checkpoints on l at local store {backends.local}:" in ran.out
     else:
         assert {"l-run-0", "l-run-1"} <= ran.runs_seen
         assert not any(run.startswith(("a-", "b-")) for run in ran.runs_seen)
@@ -187,7 +189,7 @@ def test_url_and_api_key_go_to_that_server_with_that_key(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    options = ["--url", backends.url_b, "--api-key", KEY_B]
+    options = ["--url", backends.url_b, "--api-key", KEY_B, "--no-tinker"]
     ran = run_command(
         line(command, position, options, COMMAND_EXTRA[command]), command, capsys, monkeypatch
     )
@@ -198,7 +200,10 @@ def test_url_and_api_key_go_to_that_server_with_that_key(
     assert count(backends.store_a) == 2 * PER_RUN
     if command == "prune":
         assert count(backends.store_b) == 2
-        expected = f"Deleting 6 checkpoints on {backends.url_b} (key from --api-key flag):"
+        name = backends.url_b.replace("http://", "").replace(":", "-")  # derived from the URL
+        expected = (
+            f"Deleting 6 checkpoints on {name} at {backends.url_b} (key from --api-key flag):"
+        )
         assert expected in ran.out
     else:
         assert ran.runs_seen >= {"b-run-0", "b-run-1"}
@@ -251,7 +256,10 @@ def test_a_bad_readonly_environment_value_is_refused(
 
 
 REFUSED: list[tuple[list[str], str]] = [
-    (["--url", "URL_A", "ls", "--url", "URL_B"], "--url was given twice with different values"),
+    (
+        ["--api-key", "k1", "ls", "--api-key", "k2"],
+        "--api-key was given twice with different values",
+    ),
     (["--poll", "5", "ls"], "--poll does not apply to `ckpt-tui ls`"),
     (["--storage-rate", "0.1", "ls"], "--storage-rate does not apply to `ckpt-tui ls`"),
     (["--local", "LOCAL", "serve", "LOCAL"], "--local does not apply to `ckpt-tui serve`"),
@@ -272,15 +280,47 @@ def test_options_a_command_cannot_honour_are_refused(
     assert backends.calls() == (0, 0)
 
 
-@pytest.mark.parametrize("command", ["ls", "prune"])
-def test_local_and_url_together_are_refused(
-    backends: Backends, command: str, capsys: pytest.CaptureFixture[str]
+CONFLICTS: list[tuple[list[str], str]] = [
+    (
+        ["--url", "URL_A", "ls", "--url", "URL_B", "--api-key", "k"],
+        "--api-key is the key of one server, and 2 --url were given",
+    ),
+    (["--no-tinker", "ls", "--api-key", "k"], "--api-key names a key for the Tinker connection"),
+    (["--no-tinker", "prune", "--keep-last", "1"], "no backend configured"),
+    (["--url", "x=URL_B", "ls", "--local", "x=LOCAL"], "two backends are named 'x'"),
+    (["--url", "a=URL_B", "ls", "--url", "b=URL_B"], "was given twice (as a and b)"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), CONFLICTS)
+def test_backends_that_cannot_open_together_are_refused(
+    backends: Backends, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--local", str(backends.local), command, "--url", backends.url_b]
-    argv += COMMAND_EXTRA[command]
+    names = {"URL_A": backends.url_a, "URL_B": backends.url_b, "LOCAL": str(backends.local)}
+    argv = [next((arg.replace(k, v) for k, v in names.items() if k in arg), arg) for arg in argv]
     assert main(argv) == 2
-    assert "--local names a local store and --url a server" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
     assert backends.calls() == (0, 0)
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_local_url_and_the_tinker_connection_open_together(
+    backends: Backends, position: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--local and --url add up, wherever they stand, and the environment's Tinker connection
+    (here A) joins them; each server gets only its own key."""
+    options = ["--local", f"scratch={backends.local}", "--url", f"b={backends.url_b}"]
+    argv = line("ls", position, [*options, "--api-key", KEY_B], ["--json"])
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [b["name"] for b in document["backends"]] == ["tinker", "b", "scratch"]
+    by_backend = {(run["backend"]["name"], run["run_id"]) for run in document["runs"]}
+    assert by_backend == {
+        ("tinker", "a-run-0"), ("tinker", "a-run-1"), ("b", "b-run-0"), ("b", "b-run-1"),
+        ("scratch", "l-run-0"), ("scratch", "l-run-1"),
+    }  # fmt: skip
+    assert {headers.get("x-api-key") for headers in backends.b.headers} == {KEY_B}
+    assert {headers.get("x-api-key") for headers in backends.a.headers} == {"tml-key-of-a"}
 
 
 def test_the_same_value_on_both_sides_is_fine_and_log_dirs_add_up(
@@ -288,8 +328,11 @@ def test_the_same_value_on_both_sides_is_fine_and_log_dirs_add_up(
 ) -> None:
     first, second = tmp_path / "logs-one", tmp_path / "logs-two"
     argv = ["--url", backends.url_b, "--log-dir", str(first), "ls", "--url", backends.url_b]
-    assert main([*argv, "--api-key", KEY_B, "--log-dir", str(second), "--json"]) == 0
-    problems = json.loads(capsys.readouterr().out)["problems"]
+    argv += ["--no-tinker", "--api-key", KEY_B, "--log-dir", str(second), "--json"]
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert len(document["backends"]) == 1  # the same --url on both sides is one backend
+    problems = document["problems"]
     assert any(str(first) in problem for problem in problems)  # both were looked for
     assert any(str(second) in problem for problem in problems)
     assert backends.calls()[0] == 0
@@ -302,7 +345,7 @@ def test_json_prune_names_the_backend_before_deleting(
     out, err = capsys.readouterr()
     document: dict[str, Any] = json.loads(out)
     assert document["backend"] == f"{backends.url_a} (key from TINKER_API_KEY)"
-    assert f"Deleting 6 checkpoints on {backends.url_a} (key from TINKER_API_KEY)" in err
+    assert f"Deleting 6 checkpoints on tinker at {backends.url_a} (key from TINKER_API_KEY)" in err
 
 
 async def test_a_readonly_client_sends_no_change(backends: Backends) -> None:

@@ -16,12 +16,15 @@ from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
 from tests.support.demo_fixture import ServedDemo
 
-TOP_KEYS = ["schema", "backend", "generated_at", "complete", "totals", "runs", "problems"]
+TOP_KEYS = [
+    "schema", "backend", "generated_at", "complete", "totals", "backends", "runs", "problems"
+]  # fmt: skip
+BACKEND_KEYS = ["name", "kind", "url", "described", "complete", "error", "totals"]
 TOTAL_KEYS = ["runs", "checkpoints", "missing", "size_bytes", "size_is_exact", "size_unknown_count"]
 RUN_KEYS = [
-    "run_id", "display_name", "base_model", "is_lora", "lora_rank", "log_dir", "on_server",
-    "checkpoint_count", "missing_count", "size_bytes", "size_is_exact", "size_unknown_count",
-    "soonest_expiry", "checkpoints",
+    "backend", "run_id", "display_name", "base_model", "is_lora", "lora_rank", "log_dir",
+    "on_server", "checkpoint_count", "missing_count", "size_bytes", "size_is_exact",
+    "size_unknown_count", "soonest_expiry", "checkpoints",
 ]  # fmt: skip
 CHECKPOINT_KEYS = [
     "checkpoint_id", "name", "kind", "tinker_path", "state", "step", "epoch", "metrics",
@@ -55,7 +58,12 @@ def test_the_document_has_the_published_keys_in_order(
     assert document["schema"] == "ckpt-tui.ls/1"
     assert document["generated_at"] == format_time(clock.now()) and document["complete"] is True
     assert list(document["totals"]) == TOTAL_KEYS
+    [backend] = document["backends"]
+    assert list(backend) == BACKEND_KEYS and list(backend["totals"]) == TOTAL_KEYS
+    assert backend["totals"] == document["totals"] and backend["url"] == demo.url
     assert all(list(run) == RUN_KEYS for run in document["runs"])
+    assert all(run["backend"] == {"name": backend["name"], "kind": "url", "url": demo.url}
+               for run in document["runs"])  # fmt: skip
     rows = [row for run in document["runs"] for row in run["checkpoints"]]
     assert all(list(row) == CHECKPOINT_KEYS for row in rows)
     stored = [row for row in rows if row["state"] != "missing"]

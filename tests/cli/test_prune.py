@@ -23,6 +23,7 @@ TOP_KEYS = {
     "policy",
     "storage_rate_usd_per_gib_month",
     "totals",
+    "backends",
     "runs",
     "outcomes",
     "problems",

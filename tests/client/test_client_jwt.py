@@ -239,9 +239,10 @@ async def test_a_cli_process_can_use_a_jwt_server(
     """`ckpt-tui ls` goes through the same start-up (run in a thread: it owns its loop)."""
     from ckpt_tui.cli import main
 
+    monkeypatch.setenv("TINKER_BASE_URL", server.url)  # the Tinker connection, as the SDK's
     monkeypatch.setenv("TINKER_API_KEY", KEY)
     monkeypatch.delenv("TINKER_CREDENTIAL_CMD", raising=False)
-    code = await asyncio.to_thread(main, ["ls", "--url", server.url, "--json"])
+    code = await asyncio.to_thread(main, ["ls", "--json"])
     out = capsys.readouterr().out
     assert code == 0
     assert "JWTs for the key from TINKER_API_KEY" in out

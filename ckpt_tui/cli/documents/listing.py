@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import msgspec
 
 from ckpt_tui.api_types import encode, format_time
+from ckpt_tui.backends import Backend
 from ckpt_tui.catalog import CheckpointRow, RowState, RunSummary, soonest_expiry
 from ckpt_tui.catalog.rows import KIND_LABELS
 from ckpt_tui.sizes import format_size, format_total, total
@@ -51,6 +52,8 @@ class CheckpointDocument(msgspec.Struct, gc=False):
 class RunDocument(msgspec.Struct, gc=False):
     """One run of `ls --json`."""
 
+    backend: Mapping[str, str]
+    """The backend that holds it: name, kind, and url or path."""
     run_id: str
     display_name: str
     base_model: str
@@ -94,10 +97,11 @@ def row_document(row: CheckpointRow) -> CheckpointDocument:
     )
 
 
-def run_document(run: RunSummary) -> RunDocument:
+def run_document(run: RunSummary, backend: Mapping[str, str]) -> RunDocument:
     stored = run.stored_rows
     size = total(row.size for row in stored)
     return RunDocument(
+        backend,
         run.run_id,
         run.display_name,
         run.base_model,
@@ -115,33 +119,62 @@ def run_document(run: RunSummary) -> RunDocument:
     )
 
 
-def write_ls_json(
-    out: BinaryIO,
-    backend: str,
-    runs: Sequence[RunSummary],
-    problems: Sequence[str],
-    now: datetime,
-    complete: bool = True,
-) -> None:
-    """Write the whole `ls --json` answer to `out`; `complete` False when the server's lists
-    are partial."""
+class Section(NamedTuple):
+    """One backend's part of `ls --json`: its runs (those chosen), as it was loaded."""
+
+    backend: Backend
+    described: str
+    """Where it was talked to, as start-up settled it (e.g. 'URL (key from $BOX1_KEY)')."""
+    runs: Sequence[RunSummary]
+    complete: bool
+    error: str | None = None
+
+
+def totals_document(runs: Sequence[RunSummary]) -> dict[str, object]:
+    """Counts and size of `runs` (stored checkpoints; missing ones counted apart)."""
     stored = [row for run in runs for row in run.stored_rows]
     size = total(row.size for row in stored)
+    return {
+        "runs": len(runs),
+        "checkpoints": len(stored),
+        "missing": sum(len(run.rows) for run in runs) - len(stored),
+        "size_bytes": size.bytes,
+        "size_is_exact": size.is_exact,
+        "size_unknown_count": size.unknown_count,
+    }
+
+
+def section_document(section: Section) -> dict[str, object]:
+    return {
+        **section.backend.document(),
+        "described": section.described,
+        "complete": section.complete,
+        "error": section.error,
+        "totals": totals_document(section.runs),
+    }
+
+
+def write_ls_json(
+    out: BinaryIO, sections: Sequence[Section], problems: Sequence[str], now: datetime
+) -> None:
+    """Write the whole `ls --json` answer to `out`: every backend's runs, backend by backend.
+
+    `complete` is false when any backend's lists are partial or it could not be read.
+    """
+    runs = [run for section in sections for run in section.runs]
     head = {
         "schema": SCHEMA,
-        "backend": backend,
+        "backend": "; ".join(section.described for section in sections),
         "generated_at": format_time(now),
-        "complete": complete,
-        "totals": {
-            "runs": len(runs),
-            "checkpoints": len(stored),
-            "missing": sum(len(run.rows) for run in runs) - len(stored),
-            "size_bytes": size.bytes,
-            "size_is_exact": size.is_exact,
-            "size_unknown_count": size.unknown_count,
-        },
+        "complete": all(section.complete for section in sections),
+        "totals": totals_document(runs),
+        "backends": [section_document(section) for section in sections],
     }
-    documents = (run_document(run) for run in runs)
+    documents = (
+        run_document(run, section.backend.document())
+        for section in sections
+        for run in section.runs
+    )
     write_json(out, head, ("runs", documents), {"problems": list(problems)})
 
 

@@ -1,0 +1,218 @@
+"""Which backends to open, from the command line, the config file and the environment.
+
+- `--url [NAME=]URL` and `--local [NAME=]STORE` may repeat; an unnamed one gets a name made
+  from its host and port or its folder's name (made unique with -2, -3, ...).
+- With no --url or --local, every backend of the config file opens.
+- The Tinker connection (`$TINKER_BASE_URL`, else the hosted service, with `--api-key`,
+  `$TINKER_API_KEY`, `$TINKER_CREDENTIAL_CMD` or the key of `tinker auth login`) joins them as
+  "tinker" when it has a credential or `$TINKER_BASE_URL` is set, unless `no_tinker`.
+- `--api-key` is the key of the one --url given; with no --url it is the Tinker
+  connection's. A --url server never gets the Tinker connection's key (that would hand the
+  hosted service's key to another machine); a configured one gets its api_key_env or
+  api_key_file.
+
+Pure data: no client is made here (the command line does that).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ckpt_tui.backends.config import Config, ConfiguredBackend, KeyProblem
+from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
+from ckpt_tui.client import Backend as Endpoint
+from ckpt_tui.client import CredentialsError, resolve_backend
+from ckpt_tui.client.endpoint import check_base_url
+
+TINKER = "tinker"
+
+
+class SetupError(Exception):
+    """The options cannot name a usable set of backends (exit 2); the message says why."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One backend to open: its description, where its client connects, and, when it cannot
+    be opened (an unset key variable), why: shown as that backend's error."""
+
+    backend: Backend
+    endpoint: Endpoint = field(repr=False)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the options say (values as given; names parsed out by `resolve`)."""
+
+    urls: Sequence[str] = ()
+    locals: Sequence[str] = ()
+    api_key: str | None = None
+    no_tinker: bool = False
+    readonly: bool = False
+    project: str | None = None
+    storage_rate: float | None = None
+    """--storage-rate or $CKPT_TUI_STORAGE_RATE: for every backend without its own rate."""
+
+
+def split_named(text: str) -> tuple[str | None, str]:
+    """`NAME=VALUE` -> (NAME, VALUE) when the part before `=` is a backend name; else the
+    whole text is the value (`http://h/?a=b` and `/data/x=y` stay whole)."""
+    name, sep, value = text.partition("=")
+    if sep and NAME_PATTERN.fullmatch(name) and value:
+        return name, value
+    return None, text
+
+
+def derived_name(kind: str, location: str) -> str:
+    """A name for an unnamed backend: `127.0.0.1-8751` for a URL, the folder's name for a
+    store ('local' if it has none usable)."""
+    if kind == "local":
+        base = Path(location).name
+    else:
+        parts = urlsplit(location)
+        base = parts.hostname or "server"
+        if parts.port is not None:
+            base = f"{base}-{parts.port}"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._")[:60]
+    return cleaned or ("local" if kind == "local" else "server")
+
+
+def resolve(
+    wanted: Wanted,
+    config: Config | None,
+    env: Mapping[str, str],
+    credentials_path: Path | None = None,
+) -> list[Setup]:
+    """The backends to open, Tinker first, then in the order given; SetupError (exit 2) when
+    the options conflict. An empty list: nothing names a backend."""
+    from_command_line = bool(wanted.urls or wanted.locals)
+    if wanted.api_key and len(wanted.urls) > 1:
+        raise SetupError(
+            f"--api-key is the key of one server, and {len(wanted.urls)} --url were given: "
+            "name each server's key in the config file (api_key_env or api_key_file)"
+        )
+    if wanted.api_key and not wanted.urls and wanted.no_tinker:
+        raise SetupError("--api-key names a key for the Tinker connection, but --no-tinker")
+    setups: list[Setup] = []
+    if not wanted.no_tinker:
+        tinker = tinker_setup(wanted, env, credentials_path)
+        if tinker is not None:
+            setups.append(tinker)
+    if from_command_line:
+        setups += command_line_setups(wanted, {setup.backend.name for setup in setups})
+    elif config is not None:
+        setups += [configured_setup(c, wanted, env) for c in config.backends]
+    check_unique(setups)
+    return setups
+
+
+def tinker_setup(
+    wanted: Wanted, env: Mapping[str, str], credentials_path: Path | None
+) -> Setup | None:
+    """The environment's Tinker connection, when it is there (a credential or a base URL)."""
+    api_key = None if wanted.urls else wanted.api_key
+    try:
+        endpoint = resolve_backend(
+            api_key=api_key, env=env, credentials_path=credentials_path, project=wanted.project
+        )
+        present = endpoint.credential() is not None
+    except CredentialsError as exc:  # e.g. a broken ~/.tinker/credentials.json
+        endpoint = Endpoint.remote(env.get("TINKER_BASE_URL") or "https://invalid", None)
+        backend = Backend(TINKER, "tinker", endpoint.base_url, wanted.readonly, wanted.storage_rate)
+        return Setup(backend, endpoint, exc.message)
+    if not present and not env.get("TINKER_BASE_URL"):
+        return None
+    rate = wanted.storage_rate
+    return Setup(Backend(TINKER, "tinker", endpoint.base_url, wanted.readonly, rate), endpoint)
+
+
+def command_line_setups(wanted: Wanted, taken: set[str]) -> list[Setup]:
+    """--url and --local, in the order of each (URLs first), named or given a name."""
+    given: list[tuple[str | None, str, str]] = []  # (name, kind, location)
+    for text in wanted.urls:
+        name, url = split_named(text)
+        check_base_url(url, "--url")
+        given.append((name, "url", url.rstrip("/")))
+    for text in wanted.locals:
+        name, folder = split_named(text)
+        given.append((name, "local", str(Path(folder).expanduser().absolute())))
+    named = [name for name, _, _ in given if name is not None]
+    taken = taken | set(named)
+    setups = []
+    for name, kind, location in given:
+        if name is None:
+            name = unique(derived_name(kind, location), taken)
+            taken.add(name)
+        readonly, rate = wanted.readonly, wanted.storage_rate
+        if kind == "local":
+            backend = Backend(name, "local", location, readonly, rate)
+            setups.append(Setup(backend, Endpoint.local(Path(location), wanted.project)))
+            continue
+        key = wanted.api_key if len(wanted.urls) == 1 else None
+        source = "--api-key flag" if key else None
+        endpoint = Endpoint.remote(location, key, source, project=wanted.project)
+        setups.append(Setup(Backend(name, "url", location, readonly, rate), endpoint))
+    return setups
+
+
+def configured_setup(
+    configured: ConfiguredBackend, wanted: Wanted, env: Mapping[str, str]
+) -> Setup:
+    """A backend of the config file; a key it names but cannot read becomes its problem."""
+    readonly = configured.readonly or wanted.readonly
+    rate = configured.storage_rate if configured.storage_rate is not None else wanted.storage_rate
+    if configured.local is not None:
+        backend = Backend(configured.name, "local", str(configured.local), readonly, rate)
+        problem = None if configured.local.is_dir() else missing_folder(configured)
+        return Setup(backend, Endpoint.local(configured.local, wanted.project), problem)
+    url = str(configured.url)
+    backend = Backend(configured.name, "url", url, readonly, rate)
+    try:
+        key, source = configured.key(env)
+    except KeyProblem as exc:
+        return Setup(backend, Endpoint.remote(url, project=wanted.project), str(exc))
+    return Setup(backend, Endpoint.remote(url, key, source, project=wanted.project))
+
+
+def missing_folder(configured: ConfiguredBackend) -> str:
+    what = "is not a folder" if configured.local and configured.local.exists() else "does not exist"
+    return (
+        f"{configured.local} {what} (the local of {configured.source}): give the folder that "
+        "holds your checkpoints, or change the config"
+    )
+
+
+def unique(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name}-{number}" in taken:
+        number += 1
+    return f"{name}-{number}"
+
+
+def check_unique(setups: Sequence[Setup]) -> None:
+    """SetupError when two backends share a name or a place (its checkpoints would be listed,
+    and planned, twice)."""
+    names: dict[str, Backend] = {}
+    places: dict[str, Backend] = {}
+    for setup in setups:
+        backend = setup.backend
+        if backend.name in names:
+            raise SetupError(
+                f"two backends are named {backend.name!r} ({names[backend.name].place} and "
+                f"{backend.place}): give each its own name (--url NAME=URL, --local NAME=STORE)"
+                + (" or pass --no-tinker" if backend.name == TINKER else "")
+            )
+        if backend.location in places:
+            first = places[backend.location]
+            raise SetupError(
+                f"{backend.place} was given twice (as {first.name} and {backend.name}): "
+                "give it once"
+            )
+        names[backend.name] = places[backend.location] = backend
