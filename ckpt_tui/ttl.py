@@ -7,8 +7,9 @@ Accepted input (case-insensitive, spaces anywhere between parts):
   units s, m, h, d, w, y (also spelled sec/min/hr/hour/day/week/year, plural or not);
   `1y` is 365 days, like the server's 10-year bound (10 * 365 days);
 - a bare number is seconds, as the `tinker checkpoint set-ttl --ttl 86400` CLI takes it;
-- an ISO date (`2026-12-03`, midnight UTC of that day) or date-time (`2026-12-03T14:00`,
-  `2026-12-03 14:00Z`, `...+02:00`; no zone means UTC): the duration from now until then.
+- an ISO date (`2026-12-03`: the start of that UTC day, as "expire at" means, see `dates.py`) or
+  date-time (`2026-12-03T14:00`, `2026-12-03 14:00Z`, `...+02:00`; no zone means UTC): the
+  duration from now until then.
 
 The server takes a TTL counted from now and refuses anything outside [1 hour, 10 years]; "extend
 by X" is `(max(now, expires_at) + X) - now`. Every function takes `now`; none reads the clock.
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Literal
 
 import humanize
+
+from ckpt_tui.dates import DateError, find_instant
 
 MIN_TTL_SECONDS = 3600
 MAX_TTL_SECONDS = 10 * 365 * 86400
@@ -38,7 +41,6 @@ _UNIT_WORDS: dict[str, str] = {
 }
 _NEVER_WORDS = frozenset({"never", "none", "forever"})
 _PART = re.compile(r"\s*([0-9]+)\s*([a-z]+)\s*")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _HELP = "use e.g. 30m, 12h, 7d, 2w, 1y, 1d12h, never, a number of seconds, or 2026-12-03"
 
 
@@ -94,21 +96,13 @@ def parse_duration(text: str) -> int:
     return total
 
 
-def parse_instant(text: str) -> datetime | None:
-    """An ISO date (midnight UTC) or date-time (UTC if no zone); None if `text` is neither."""
-    cleaned = text.strip()
+def expiry_instant(text: str) -> datetime | None:
+    """The instant a typed "expire at" names (a bare date: the start of that UTC day), or None
+    when `text` is not a date or time; TtlError for a date that is not valid."""
     try:
-        if _DATE.match(cleaned):
-            day = date.fromisoformat(cleaned)
-            return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-        if not re.match(r"^\d{4}-\d{2}-\d{2}[T ]", cleaned, re.IGNORECASE):
-            return None
-        value = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", cleaned))
-    except ValueError as exc:
-        raise TtlError(f"{text!r} looks like a date but is not a valid one: {exc}") from exc
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return find_instant(text, bare_date="start")
+    except DateError as exc:
+        raise TtlError(str(exc)) from None
 
 
 def bounds_message() -> str:
@@ -130,7 +124,7 @@ def parse_ttl(text: str, now: datetime) -> Ttl:
     """What the user typed, as a TTL counted from `now`; TtlError says what is wrong."""
     if text.strip().lower() in _NEVER_WORDS:
         return NEVER
-    instant = parse_instant(text)
+    instant = expiry_instant(text)
     if instant is None:
         return check_bounds(parse_duration(text))
     seconds = int((instant - now).total_seconds())

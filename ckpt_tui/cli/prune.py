@@ -14,7 +14,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from ckpt_tui.backends import BackendState, Fleet
@@ -39,9 +39,9 @@ from ckpt_tui.cli.documents.prune_plan import (
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
+from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet import Part, plan_fleet
-from ckpt_tui.policy.rules import END_OF_DAY
 
 NOTHING_SELECTED = (
     "this policy keeps nothing but the protected checkpoints (final, best, resume point, "
@@ -71,17 +71,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def moment(text: str) -> datetime:
-    """An ISO date (meaning the end of that UTC day) or an ISO time (UTC if no zone)."""
+def expiry_bound(text: str) -> datetime:
+    """--keep-expiring-after: a bare date bounds "after" at the end of that UTC day."""
     try:
-        if len(text.strip()) == 10:
-            return datetime.combine(date.fromisoformat(text.strip()), END_OF_DAY, timezone.utc)
-        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a date like 2026-12-31 or a time like 2026-12-31T18:00Z, got {text!r}"
-        ) from None
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+        return parse_instant(text, bare_date="end")
+    except DateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 POLICY_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -98,7 +93,7 @@ POLICY_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ),
     (
         "--keep-expiring-after",
-        {"type": moment, "metavar": "DATE", "help": "expiring after DATE or never"},
+        {"type": expiry_bound, "metavar": "DATE", "help": "expiring after DATE or never"},
     ),
     ("--no-keep-final", {"action": "store_true", "help": "do not protect final checkpoints"}),
     (

@@ -32,15 +32,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timezone
+from datetime import datetime, timezone
 
 from ckpt_tui.catalog import CheckpointRow, stored_only
+from ckpt_tui.dates import is_end_of_day
 from ckpt_tui.sizes import SizeTotal, total
 
 NO_RULE_REASON = "matched no keep rule"
 INCOMPLETE_REASON = "incomplete (still being written)"
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
-END_OF_DAY = time(23, 59, 59, 999999)
 
 
 class PolicyError(ValueError):
@@ -117,7 +117,7 @@ class KeepPolicy:
 def describe_moment(at: datetime) -> str:
     """A date alone when `at` is the end of a UTC day (how a bare date is read), else the time."""
     utc = at.astimezone(timezone.utc)
-    if utc.time() == END_OF_DAY:
+    if is_end_of_day(utc):
         return utc.date().isoformat()
     return utc.strftime("%Y-%m-%d %H:%M:%S UTC")
 

@@ -5,13 +5,12 @@ Every mistake becomes a `PolicyError` whose message names the field as the form 
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
-from ckpt_tui.cli.prune import moment
+from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 
 
@@ -52,8 +51,8 @@ def expiry_limit(text: str) -> datetime | None:
     if not text.strip():
         return None
     try:
-        return moment(text)
-    except argparse.ArgumentTypeError as exc:
+        return parse_instant(text, bare_date="end")
+    except DateError as exc:
         raise PolicyError(f"Expiring after: {exc}") from None
 
 

@@ -21,7 +21,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.ttl import TtlError, describe_expiry, extend, format_exact, parse_instant, parse_ttl
+from ckpt_tui.ttl import (
+    TtlError,
+    describe_expiry,
+    expiry_instant,
+    extend,
+    format_exact,
+    parse_ttl,
+)
 
 DAY = 86400
 PREVIEW_ROWS = 8
@@ -62,7 +69,7 @@ def typed_choice(text: str, now: datetime) -> TtlChoice:
     ttl = parse_ttl(text, now)
     if ttl.seconds is None:
         return TtlChoice("Never expire", "set", None)
-    instant = parse_instant(text)
+    instant = expiry_instant(text)
     label = f"Expire at {format_exact(instant)}" if instant else f"Expire in {ttl}"
     return TtlChoice(label, "set", ttl.seconds)
 
