@@ -179,8 +179,3 @@ def expiry_state(expires_at: datetime | None, now: datetime) -> ExpiryState:
     if left <= timedelta(0):
         return "expired"
     return "soon" if left < EXPIRING_SOON else "later"
-
-
-def is_expiring_soon(expires_at: datetime | None, now: datetime) -> bool:
-    """True if it expires within 24 hours and has not expired yet."""
-    return expiry_state(expires_at, now) == "soon"

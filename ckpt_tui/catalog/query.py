@@ -16,11 +16,6 @@ SortKey = Literal["created", "size", "expiry", "name", "metric"]
 SORT_KEYS: tuple[SortKey, ...] = ("created", "size", "expiry", "name", "metric")
 ViewName = Literal["runs", "all", "expiring"]
 VIEWS: tuple[ViewName, ...] = ("runs", "all", "expiring")
-VIEW_TITLES: dict[ViewName, str] = {
-    "runs": "By run",
-    "all": "All checkpoints",
-    "expiring": "Expiring soon",
-}
 EXPIRING_WINDOWS: tuple[timedelta, ...] = (
     timedelta(hours=24),
     timedelta(days=3),
@@ -91,13 +86,9 @@ def sort_rows(rows: Sequence[CheckpointRow], sort: Sort) -> list[CheckpointRow]:
     return valued
 
 
-def filter_rows(rows: Sequence[CheckpointRow], text: str) -> list[CheckpointRow]:
-    """Rows whose name, path, run name or metadata contain `text` (case-insensitive)."""
-    return search_index(rows).filter(text)
-
-
 def search_index(rows: Sequence[CheckpointRow]) -> SubstringIndex[CheckpointRow]:
-    """An index for filtering `rows` by their search text, key press after key press."""
+    """An index for filtering `rows` by their search text (name, path, run name, metadata;
+    case-insensitive), key press after key press."""
     return SubstringIndex(rows, attrgetter("haystack"), lowercased=True)
 
 

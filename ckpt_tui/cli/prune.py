@@ -33,15 +33,15 @@ from ckpt_tui.cli.documents.prune_plan import (
     fleet_plan_lines,
     outcome_lines,
     plan_lines,
-    plural,
     write_plan_json,
 )
-from ckpt_tui.client import CheckpointClient, ClientError
+from ckpt_tui.client import CheckpointClient, ClientError, run_bulk
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet import Part, plan_fleet
+from ckpt_tui.words import count_of
 
 NOTHING_SELECTED = (
     "this policy keeps nothing but the protected checkpoints (final, best, resume point, "
@@ -219,7 +219,7 @@ async def carry_out(part: Part, client: CheckpointClient) -> Part:
     if part.plan is None or part.refused:
         return part
     targets = [row.tinker_path for row in part.plan.to_delete]
-    return part.done(await client.bulk_delete(targets) if targets else [])
+    return part.done(await run_bulk(targets, client.delete_checkpoint) if targets else [])
 
 
 def only_one_not_whole(state: BackendState) -> str:
@@ -281,7 +281,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
 
 def acting_line(count: int, name: str, where: str) -> str:
     """What is about to happen and where, said before it happens."""
-    return f"Deleting {plural(count, 'checkpoint')} on {name} at {where}"
+    return f"Deleting {count_of(count, 'checkpoint')} on {name} at {where}"
 
 
 def acting_lines(result: Result) -> list[str]:

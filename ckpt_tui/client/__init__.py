@@ -6,7 +6,7 @@ async with CheckpointClient(resolve_backend(url=..., api_key=...)) as client:
     checkpoints = await client.list_all_checkpoints(on_progress=print)
 """
 
-from ckpt_tui.client.bulk import BulkProgress, Outcome, extended_ttl, run_bulk
+from ckpt_tui.client.bulk import BulkProgress, Outcome, run_bulk
 from ckpt_tui.client.client import (
     CheckpointClient,
     CheckpointRef,
@@ -70,7 +70,6 @@ __all__ = [
     "ServerError",
     "Timeout",
     "Timeouts",
-    "extended_ttl",
     "read_default_key",
     "resolve_backend",
     "run_bulk",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TypeVar
 
 from ckpt_tui.api_types import Checkpoint
@@ -75,12 +74,3 @@ async def _outcome_of(ref: R, operation: Callable[[R], Awaitable[None]]) -> Outc
         # one item is recorded rather than abandoning the others half-way.
         return Outcome(_name(ref), False, f"{type(exc).__name__}: {exc}", exc)
     return Outcome(_name(ref), True)
-
-
-def extended_ttl(expires_at: datetime | None, extend_by: timedelta, now: datetime) -> int:
-    """The TTL that moves an expiry `extend_by` later (from now if it never expired or has passed).
-
-    TTLs count from now, so extending is `(max(now, expires_at) + extend_by) - now`.
-    """
-    start = now if expires_at is None else max(now, expires_at)
-    return int(((start + extend_by) - now).total_seconds())

@@ -9,7 +9,7 @@ subclasses.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from types import TracebackType
@@ -30,7 +30,7 @@ from ckpt_tui.api_types import (
     TrainingRunsPage,
     WeightsInfo,
 )
-from ckpt_tui.client import bulk, paging
+from ckpt_tui.client import paging
 from ckpt_tui.client.endpoint import Backend, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
@@ -345,49 +345,6 @@ class CheckpointClient:
             message = f"{what} at {self._target.display_url} is incomplete: {listing.problem}"
             raise IncompleteListError(message, detail=listing.problem)
         return listing.items
-
-    # --- bulk --------------------------------------------------------------------------------
-    async def bulk_delete(
-        self,
-        refs: Sequence[CheckpointRef],
-        concurrency: int = 8,
-        on_progress: bulk.BulkProgress | None = None,
-    ) -> list[bulk.Outcome]:
-        """Delete many; one outcome per ref, in input order; never raises half-way."""
-        return await bulk.run_bulk(refs, self.delete_checkpoint, concurrency, on_progress)
-
-    async def bulk_publish(
-        self,
-        refs: Sequence[CheckpointRef],
-        concurrency: int = 8,
-        on_progress: bulk.BulkProgress | None = None,
-    ) -> list[bulk.Outcome]:
-        """Publish many; see `bulk_delete`."""
-        return await bulk.run_bulk(refs, self.publish, concurrency, on_progress)
-
-    async def bulk_unpublish(
-        self,
-        refs: Sequence[CheckpointRef],
-        concurrency: int = 8,
-        on_progress: bulk.BulkProgress | None = None,
-    ) -> list[bulk.Outcome]:
-        """Unpublish many; see `bulk_delete`."""
-        return await bulk.run_bulk(refs, self.unpublish, concurrency, on_progress)
-
-    async def bulk_set_ttl(
-        self,
-        refs: Sequence[CheckpointRef],
-        ttl_seconds: int | Callable[[CheckpointRef], int | None] | None,
-        concurrency: int = 8,
-        on_progress: bulk.BulkProgress | None = None,
-    ) -> list[bulk.Outcome]:
-        """Set one TTL on many, or a TTL per ref when given a function (e.g. to extend each)."""
-
-        async def set_one(ref: CheckpointRef) -> None:
-            ttl = ttl_seconds(ref) if callable(ttl_seconds) else ttl_seconds
-            await self.set_ttl(ref, ttl)
-
-        return await bulk.run_bulk(refs, set_one, concurrency, on_progress)
 
 
 def _progress_hook(on_progress: Progress | None) -> paging.OnPage[Any] | None:

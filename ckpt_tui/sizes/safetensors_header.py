@@ -24,7 +24,6 @@ MAX_DIMS = 32
 MAX_ELEMENT_BITS = 64
 """A tensor of 2**64 elements or more cannot be in any file (and would overflow the checks)."""
 INDEX_FILE_NAME = "model.safetensors.index.json"
-SINGLE_FILE_NAME = "model.safetensors"
 
 DTYPE_BITS: dict[str, int] = {
     "BOOL": 8,

@@ -172,7 +172,10 @@ def _complete_lines(data: bytes) -> bytes:
 
 
 class LogDir:
-    """One log directory: its records now, and its config and metrics when first asked for."""
+    """One log directory: its records now, and its config when first asked for.
+
+    Its metrics.jsonl is read by `read_metrics` (the TUI keeps one cache of them, by folder).
+    """
 
     def __init__(self, path: Path, display_name: str) -> None:
         self.path = path
@@ -180,7 +183,6 @@ class LogDir:
         self.records_file: RecordsFile | None = None
         self.read_error: str | None = None
         self._config: RunConfig | None = None
-        self._metrics: Metrics | None = None
         self.reload()
 
     @property
@@ -188,9 +190,8 @@ class LogDir:
         return self.path / CHECKPOINTS_FILE_NAME
 
     def reload(self) -> None:
-        """Read `checkpoints.jsonl` again (config and metrics are re-read on next use)."""
+        """Read `checkpoints.jsonl` again (the config is re-read on next use)."""
         self._config = None
-        self._metrics = None
         try:
             self.records_file = read_checkpoints_jsonl(self.checkpoints_path)
             self.read_error = None
@@ -216,12 +217,6 @@ class LogDir:
         if self._config is None:
             self._config = read_run_config(self.path / CONFIG_FILE_NAME)
         return self._config
-
-    @property
-    def metrics(self) -> Metrics:
-        if self._metrics is None:
-            self._metrics = read_metrics(self.path / METRICS_FILE_NAME)
-        return self._metrics
 
     def problems(self) -> list[Problem]:
         """Unreadable file and skipped lines, for display."""

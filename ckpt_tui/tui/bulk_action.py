@@ -5,7 +5,7 @@ No Textual: the screen runs a `BulkAction` through the client and shows these su
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -13,8 +13,7 @@ from typing import Literal
 from msgspec.structs import replace
 
 from ckpt_tui.api_types import Checkpoint
-from ckpt_tui.client import CheckpointClient, Outcome
-from ckpt_tui.client.bulk import BulkProgress
+from ckpt_tui.client import BulkProgress, CheckpointClient, Outcome, run_bulk
 
 ActionKind = Literal["delete", "publish", "unpublish", "ttl", "expire"]
 EXPIRE_INSTEAD_SECONDS = 86400
@@ -46,25 +45,19 @@ class BulkAction:
     run_names: dict[str, str] = field(default_factory=dict)
     """Each path's run as the user knows it, taken when the action starts (for the log)."""
 
-    def __repr__(self) -> str:
-        return f"<BulkAction {self.kind} of {len(self.paths)} checkpoints>"
-
-    def ttl_of(self, path: object) -> int | None:
+    def ttl_of(self, path: str) -> int | None:
         if self.kind == "expire":
             return EXPIRE_INSTEAD_SECONDS
-        return self.ttl_for[str(path)]
+        return self.ttl_for[path]
 
     async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:
         """Apply it through the client; one outcome per path, never raising half-way."""
-        paths: Sequence[str] = self.paths
-        if self.kind == "delete":
-            self.outcomes = await client.bulk_delete(paths, on_progress=on_progress)
-        elif self.kind == "publish":
-            self.outcomes = await client.bulk_publish(paths, on_progress=on_progress)
-        elif self.kind == "unpublish":
-            self.outcomes = await client.bulk_unpublish(paths, on_progress=on_progress)
-        else:
-            self.outcomes = await client.bulk_set_ttl(paths, self.ttl_of, on_progress=on_progress)
+        change = CHANGES[self.kind]
+
+        def one(path: str) -> Awaitable[None]:
+            return change(client, self, path)
+
+        self.outcomes = await run_bulk(self.paths, one, on_progress=on_progress)
         return self.outcomes
 
     def retry(self, failed: Sequence[str]) -> BulkAction:
@@ -85,6 +78,17 @@ class BulkAction:
         text = f"{VERBS[self.kind][1]} {ok:,} of {len(self.paths):,}"
         failed = len(self.paths) - ok
         return f"{text}; {failed:,} failed" if failed else text
+
+
+Change = Callable[[CheckpointClient, BulkAction, str], Awaitable[None]]
+CHANGES: dict[ActionKind, Change] = {
+    "delete": lambda client, _, path: client.delete_checkpoint(path),
+    "publish": lambda client, _, path: client.publish(path),
+    "unpublish": lambda client, _, path: client.unpublish(path),
+    "ttl": lambda client, action, path: client.set_ttl(path, action.ttl_of(path)),
+    "expire": lambda client, action, path: client.set_ttl(path, action.ttl_of(path)),
+}
+"""What each kind of action does to one checkpoint, through the client."""
 
 
 def short_reason(outcome: Outcome) -> str:

@@ -7,17 +7,17 @@ from datetime import timedelta
 
 import pytest
 
-from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client import (
     Backend,
     CheckpointClient,
     CheckpointRef,
     Outcome,
     RetryPolicy,
-    extended_ttl,
+    run_bulk,
 )
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.ttl import extend
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
 from tests.support.live_server import run_server
 
@@ -44,8 +44,11 @@ async def test_bulk_delete_with_some_failures(
 ) -> None:
     faulty.fail_names({"0001"})  # one checkpoint in each of the 3 runs always fails
     progress: list[tuple[int, int, Outcome]] = []
-    outcomes = await client.bulk_delete(
-        made, concurrency=4, on_progress=lambda d, t, o: progress.append((d, t, o))
+    outcomes = await run_bulk(
+        made,
+        client.delete_checkpoint,
+        concurrency=4,
+        on_progress=lambda d, t, o: progress.append((d, t, o)),
     )
     assert [o.target for o in outcomes] == made
     failed = [o.target for o in outcomes if not o.ok]
@@ -64,7 +67,7 @@ async def test_bad_refs_become_outcomes_not_exceptions(
     client: CheckpointClient, store: Store, made: list[str]
 ) -> None:
     refs: list[CheckpointRef] = [made[0], "not-a-path", made[1], "tinker://run-000/weights/none"]
-    outcomes = await client.bulk_publish(refs)
+    outcomes = await run_bulk(refs, client.publish)
     assert [o.ok for o in outcomes] == [True, False, True, False]
     assert "tinker://" in outcomes[1].message
     assert outcomes[3].status == 404
@@ -75,7 +78,7 @@ async def test_bulk_unpublish_reports_conflicts(
     client: CheckpointClient, store: Store, made: list[str]
 ) -> None:
     store.set_public(*ids(made[0]), True)
-    outcomes = await client.bulk_unpublish(made[:2])
+    outcomes = await run_bulk(made[:2], client.unpublish)
     assert outcomes[0].ok
     assert outcomes[1].status == 409
     assert store.get_checkpoint(*ids(made[0])).public is False
@@ -84,36 +87,30 @@ async def test_bulk_unpublish_reports_conflicts(
 async def test_bulk_extend_ttl_per_checkpoint(
     client: CheckpointClient, store: Store, clock: FixedClock, made: list[str]
 ) -> None:
+    """Extending pushes an expiry later; a checkpoint that never expires stays so."""
     store.set_ttl(*ids(made[0]), 3 * 3600)
-    checkpoints = [store.get_checkpoint(*ids(p)) for p in made[:2]]
-    week = timedelta(days=7)
+    checkpoints = {c.tinker_path: c for c in (store.get_checkpoint(*ids(p)) for p in made[:2])}
+    week = 7 * 86400
 
-    def extend(ref: CheckpointRef) -> int:
-        assert isinstance(ref, Checkpoint)
-        return extended_ttl(ref.expires_at, week, clock.now())
+    async def extend_one(path: str) -> None:
+        ttl = extend(checkpoints[path].expires_at, week, clock.now())
+        await client.set_ttl(path, ttl.seconds)
 
-    outcomes = await client.bulk_set_ttl(checkpoints, extend)
+    outcomes = await run_bulk(made[:2], extend_one)
     assert all(o.ok for o in outcomes)
     first, second = (store.get_checkpoint(*ids(p)) for p in made[:2])
-    assert first.expires_at == clock.now() + timedelta(hours=3) + week
-    assert second.expires_at == clock.now() + week
+    assert first.expires_at == clock.now() + timedelta(hours=3, days=7)
+    assert second.expires_at is None  # it never expired: extending keeps it so
 
 
 async def test_bulk_set_one_ttl_and_clear(
     client: CheckpointClient, store: Store, made: list[str]
 ) -> None:
-    assert all(o.ok for o in await client.bulk_set_ttl(made, 7200))
+    assert all(o.ok for o in await run_bulk(made, lambda p: client.set_ttl(p, 7200)))
     assert all(store.get_checkpoint(*ids(p)).expires_at for p in made)
-    assert all(o.ok for o in await client.bulk_set_ttl(made, None))
+    assert all(o.ok for o in await run_bulk(made, lambda p: client.set_ttl(p, None)))
     assert not any(store.get_checkpoint(*ids(p)).expires_at for p in made)
 
 
 async def test_empty_bulk_is_empty(client: CheckpointClient) -> None:
-    assert await client.bulk_delete([]) == []
-
-
-def test_extended_ttl_counts_from_the_later_of_now_and_expiry(clock: FixedClock) -> None:
-    now, day = clock.now(), timedelta(days=1)
-    assert extended_ttl(None, day, now) == 86400
-    assert extended_ttl(now - day, day, now) == 86400  # already past: from now
-    assert extended_ttl(now + day, day, now) == 2 * 86400
+    assert await run_bulk([], client.delete_checkpoint) == []

@@ -9,7 +9,7 @@ from textual.widgets import Button, Checkbox, Input, Select
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.policy import KeepPolicy, PolicyError, plan
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
-from ckpt_tui.tui.screens.keep_policy_form import FormValues, metric_keys, policy_from_form
+from ckpt_tui.tui.screens.keep_policy_form import FormValues, metric_choices, policy_from_form
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, run_summary, total_summary
 from tests.support.dialogs import NOW, DialogApp, static_text
 from tests.support.keep_policy_dialog import dialog_app, policy_runs
@@ -56,9 +56,9 @@ def test_form_mistakes_name_the_field(values: FormValues, message: str) -> None:
         policy_from_form(values)
 
 
-def test_metric_keys_list_losses_first() -> None:
+def test_metric_choices_list_losses_first() -> None:
     rows = [row for run in policy_runs() for row in run.rows]
-    assert metric_keys(rows) == ["eval_loss", "reward"]
+    assert metric_choices(rows) == ["eval_loss", "reward"]
 
 
 def test_summaries_count_free_and_price() -> None:

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
-from ckpt_tui.catalog.query import Sort, expiring_rows, filter_rows, sort_rows
+from ckpt_tui.catalog.query import Sort, expiring_rows, search_index, sort_rows
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 RUN = "run-a"
@@ -58,11 +58,12 @@ def test_sort_cycles_through_every_key() -> None:
 
 def test_filter_matches_name_path_and_metadata_case_insensitively() -> None:
     data = rows(ckpt("Step-100", 3, 1, 1), ckpt("final", 1, 1, None))
-    assert names(filter_rows(data, "step-1")) == ["Step-100"]
-    assert names(filter_rows(data, "EVAL_LOSS=0.1")) == ["final"]
-    assert names(filter_rows(data, "tinker://run-a")) == ["Step-100", "final"]
-    assert names(filter_rows(data, "  ")) == ["Step-100", "final"]
-    assert filter_rows(data, "nothing like this") == []
+    index = search_index(data)  # as the browse screen filters, key press after key press
+    assert names(index.filter("step-1")) == ["Step-100"]
+    assert names(index.filter("EVAL_LOSS=0.1")) == ["final"]
+    assert names(index.filter("tinker://run-a")) == ["Step-100", "final"]
+    assert names(index.filter("  ")) == ["Step-100", "final"]
+    assert index.filter("nothing like this") == []
 
 
 def test_expiring_view_is_soonest_first_within_the_window() -> None:

@@ -27,6 +27,7 @@ from ckpt_tui.demo import DemoError, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.sizes import read_safetensors_header
 from ckpt_tui.store import Store
+from ckpt_tui.training.logdirs import METRICS_FILE_NAME, read_metrics
 from tests.support.demo_fixture import ServedDemo, served_demo
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
@@ -209,7 +210,7 @@ def test_records_carry_eval_metrics_and_logs_carry_loss_curves(catalog: Catalog)
     assert len(tracked) == 5
     for run in tracked:
         assert run.log_dir is not None
-        curve = run.log_dir.metrics.series["train_loss"]
+        curve = read_metrics(run.log_dir.path / METRICS_FILE_NAME).series["train_loss"]
         assert len(curve) > 10 and curve[-1][1] < curve[0][1]  # it goes down
 
 

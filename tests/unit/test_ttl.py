@@ -19,7 +19,6 @@ from ckpt_tui.ttl import (
     extend,
     format_duration,
     format_exact,
-    is_expiring_soon,
     parse_duration,
     parse_ttl,
 )
@@ -125,10 +124,10 @@ def test_exact_display() -> None:
 
 
 def test_expiring_soon_is_under_24_hours() -> None:
-    assert is_expiring_soon(NOW + timedelta(hours=23, minutes=59), NOW)
-    assert not is_expiring_soon(NOW + timedelta(hours=24), NOW)
-    assert not is_expiring_soon(NOW - timedelta(seconds=1), NOW)
-    assert not is_expiring_soon(None, NOW)
+    assert expiry_state(NOW + timedelta(hours=23, minutes=59), NOW) == "soon"
+    assert expiry_state(NOW + timedelta(hours=24), NOW) == "later"
+    assert expiry_state(NOW - timedelta(seconds=1), NOW) == "expired"
+    assert expiry_state(None, NOW) == "never"
     assert expiry_state(NOW, NOW) == "expired"
     assert expiry_state(NOW + timedelta(days=2), NOW) == "later"
 

@@ -18,13 +18,10 @@ from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.policy.fleet import Part
 from ckpt_tui.policy.rules import Decision, KeepPolicy, Plan, RunPlan
 from ckpt_tui.sizes import SizeTotal, format_size, format_total, sum_totals
+from ckpt_tui.words import count_of
 
 SCHEMA = "ckpt-tui.prune/1"
 DECISION_COLUMNS = ("  ACTION", "CHECKPOINT", "KIND", "STEP", "SIZE", "CREATED", "WHY")
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def short_time(value: datetime | None) -> str:
@@ -78,8 +75,8 @@ def plan_lines(plan: Plan, rate: float | None) -> list[str]:
 
 def total_text(plan: Plan, rate: float | None) -> str:
     return (
-        f"delete {plan.delete_count} of {plural(len(plan.decisions), 'checkpoint')} in "
-        f"{plural(len(plan.runs), 'run')}, frees {freed_text(plan.freed, rate)}; "
+        f"delete {plan.delete_count} of {count_of(len(plan.decisions), 'checkpoint')} in "
+        f"{count_of(len(plan.runs), 'run')}, frees {freed_text(plan.freed, rate)}; "
         f"keeps {plan.kept_count} ({format_total(plan.kept_size) if plan.kept_count else '0'})"
     )
 
@@ -106,8 +103,8 @@ def fleet_plan_lines(
     cost = "" if saving is None else f" ({format_cost(saving)})"
     freed_words = format_total(freed) if freed.part_count else "0 Bytes"
     lines.append(
-        f"Total: delete {deletes} of {plural(checkpoints, 'checkpoint')} on "
-        f"{plural(len(plans), 'backend')}, frees {freed_words}{cost}"
+        f"Total: delete {deletes} of {count_of(checkpoints, 'checkpoint')} on "
+        f"{count_of(len(plans), 'backend')}, frees {freed_words}{cost}"
     )
     return lines
 
@@ -132,7 +129,7 @@ def outcome_lines(outcomes: Sequence[Outcome]) -> list[str]:
         f"deleted {o.target}" if o.ok else f"FAILED  {o.target}: {o.message}" for o in outcomes
     ]
     failed = sum(not o.ok for o in outcomes)
-    summary = f"Deleted {len(outcomes) - failed} of {plural(len(outcomes), 'checkpoint')}"
+    summary = f"Deleted {len(outcomes) - failed} of {count_of(len(outcomes), 'checkpoint')}"
     return [*lines, summary + (f"; {failed} failed." if failed else ".")]
 
 

@@ -27,6 +27,7 @@ from ckpt_tui.sizes import format_size, format_total, total
 from ckpt_tui.ttl import format_created
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
+from ckpt_tui.words import plural
 
 DeleteChoice = Literal["cancel", "delete", "expire"]
 
@@ -36,10 +37,6 @@ MAX_QUICK_DELETE = 10
 DELETE_FIXED_LINES = 12
 """Lines of the dialog other than listed checkpoints and warnings (the typed word adds 4)."""
 FLAG_WORDS = ("final", "best", "resume", "public", "rolling")
-
-
-def plural(count: int, one: str, many: str) -> str:
-    return one if count == 1 else many
 
 
 def risky_counts(rows: Sequence[CheckpointRow]) -> tuple[int, int, int]:

@@ -27,12 +27,13 @@ from ckpt_tui.ttl import TtlError, format_duration, parse_ttl
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.tui.screens.keep_policy_form import (
     FormValues,
-    metric_keys,
+    metric_choices,
     policy_from_form,
     stored_rows,
 )
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, plural, total_summary
+from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, total_summary
 from ckpt_tui.tui.widgets.tick_box import TickBox
+from ckpt_tui.words import count_of
 
 DEBOUNCE_SECONDS = 0.3
 IMMEDIATE_ROWS = 5000
@@ -181,11 +182,11 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         self.rows = stored_rows(runs)
         label = f"all {len(runs)} runs" if self.widened else self.scope_label
         scope = Text("Runs: ", style="bold")
-        scope.append(f"{label} · {plural(len(self.rows), 'stored checkpoint')}")
+        scope.append(f"{label} · {count_of(len(self.rows), 'stored checkpoint')}")
         self.query_one("#kp-scope", Static).update(scope)
         select = self.query_one("#kp-metric", Select)
         current = select.selection
-        keys = metric_keys(self.rows)
+        keys = metric_choices(self.rows)
         select.set_options((key, key) for key in keys)
         if keys:
             select.value = current if current in keys else keys[0]

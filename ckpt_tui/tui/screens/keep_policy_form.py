@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.catalog.join import metric_keys
 from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 
@@ -79,7 +80,6 @@ def stored_rows(runs: Iterable[RunSummary]) -> list[CheckpointRow]:
     return [row for run in runs for row in run.stored_rows]
 
 
-def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:
-    """Every numeric record or metadata key some row has, 'eval_loss'-like ones first."""
-    keys = {key for row in rows for key in row.metrics}
-    return sorted(keys, key=lambda key: ("loss" not in key, key))
+def metric_choices(rows: Sequence[CheckpointRow]) -> list[str]:
+    """The rows' metric keys to rank by, 'eval_loss'-like ones first, then by name."""
+    return sorted(metric_keys(rows), key=lambda key: ("loss" not in key, key))

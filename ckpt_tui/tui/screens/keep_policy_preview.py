@@ -19,6 +19,7 @@ from ckpt_tui.cost import format_cost, monthly_cost
 from ckpt_tui.policy import Decision, Plan, RunPlan
 from ckpt_tui.sizes import SizeTotal, format_size, format_total
 from ckpt_tui.tui.widgets.table_layout import fit_text
+from ckpt_tui.words import count_of
 
 Entry = RunPlan | Decision
 """One preview line below the header: a run's summary or one checkpoint's decision."""
@@ -28,10 +29,6 @@ KEEP_STYLE = Style(color="green")
 RUN_STYLE = Style(bold=True)
 HEADER_STYLE = Style(bold=True, underline=True)
 INDENT = "  "
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 def size_text(size: SizeTotal) -> str:
@@ -60,7 +57,7 @@ def total_summary(plan: Plan, rate: float | None) -> str:
     freed = plan.freed
     return (
         f"Total: delete {plan.delete_count:,} of {len(plan.decisions):,} in "
-        f"{plural(len(plan.runs), 'run')} · frees {size_text(freed)}{saving_text(freed, rate)}"
+        f"{count_of(len(plan.runs), 'run')} · frees {size_text(freed)}{saving_text(freed, rate)}"
         f" · keeps {plan.kept_count:,} ({size_text(plan.kept_size)})"
     )
 

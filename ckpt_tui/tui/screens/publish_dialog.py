@@ -20,8 +20,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.tui.screens.delete_dialog import plural, rows_table
+from ckpt_tui.tui.screens.delete_dialog import rows_table
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS
+from ckpt_tui.words import plural
 
 PublishChoice = Literal["publish", "unpublish"]
 PUBLISH_FIXED_LINES = 9

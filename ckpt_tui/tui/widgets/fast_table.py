@@ -204,11 +204,6 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         self._sort_reverse = reverse
         self.refresh_line(0)
 
-    def refresh_rows(self) -> None:
-        """Re-render all rows after the app changed row objects in place."""
-        self._line_cache.clear()
-        self.refresh()
-
     def move_cursor(self, row_index: int) -> None:
         """Highlight `row_index` (clamped) and scroll it into view."""
         if not self._rows:
@@ -256,10 +251,6 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         """Post `Selected` for the cursor row."""
         if self._rows:
             self.post_message(self.Selected(self, self._cursor, self._rows[self._cursor]))
-
-    def is_marked(self, row: RowT) -> bool:
-        """True if `row`'s key is marked."""
-        return self._row_key(row) in self._marks
 
     def toggle_mark(self, key: Hashable) -> None:
         """Mark `key` if unmarked, else unmark it."""
