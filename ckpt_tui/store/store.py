@@ -42,13 +42,20 @@ class Store:
     except while listing reads discovered runs' files (see `Watcher.notice_changes_unlocked`)."""
 
     def __init__(
-        self, layout: Layout, clock: Clock, meta: MetaDB, readonly: bool, unmade: bool = False
+        self,
+        layout: Layout,
+        clock: Clock,
+        meta: MetaDB,
+        readonly: bool,
+        *,
+        unmade: bool = False,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         self.root: Path = layout.root
         self.clock = clock
         self.guard = Guard(layout.root)
         self._ledger = Ledger(meta, clock)
-        self._watcher = Watcher(layout, self._ledger, self.guard)
+        self._watcher = Watcher(layout, self._ledger, self.guard, settle_seconds)
         self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade)
         self._deleter = Deleter(layout, self._ledger, self._watcher)
 
@@ -75,8 +82,7 @@ class Store:
         readonly = prepare_root(root, create, readonly)
         layout = Layout(root)
         meta, unmade = open_meta(layout, readonly, lazy)
-        store = cls(layout, clock, meta, readonly, unmade)
-        store.settle_seconds = settle_seconds
+        store = cls(layout, clock, meta, readonly, unmade=unmade, settle_seconds=settle_seconds)
         try:
             with store.guard.held():
                 store._watcher.scan_all()
@@ -99,15 +105,6 @@ class Store:
     @recheck_interval.setter
     def recheck_interval(self, seconds: float) -> None:
         self._watcher.recheck_interval = seconds
-
-    @property
-    def settle_seconds(self) -> float:
-        """How long a checkpoint's files must stay the same before it counts as complete."""
-        return self._watcher.settle_seconds
-
-    @settle_seconds.setter
-    def settle_seconds(self, seconds: float) -> None:
-        self._watcher.settle_seconds = seconds
 
     @property
     def delete_step_hook(self) -> Callable[[str], None] | None:

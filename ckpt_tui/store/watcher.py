@@ -42,8 +42,10 @@ class Watcher:
     recheck_interval: float = 1.0
     """Seconds between checks for outside changes when listing everything."""
 
-    def __init__(self, layout: Layout, ledger: Ledger, guard: Guard) -> None:
-        self.settle_seconds: float = SETTLE_SECONDS
+    def __init__(
+        self, layout: Layout, ledger: Ledger, guard: Guard, settle_seconds: float = SETTLE_SECONDS
+    ) -> None:
+        self.settle_seconds = settle_seconds
         """How long a checkpoint's files must stay the same before it counts as complete."""
         self._layout = layout
         self._ledger = ledger
