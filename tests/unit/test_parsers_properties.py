@@ -123,6 +123,17 @@ def test_torch_file_never_raises(data: bytes) -> None:
     assert facts.is_torch or facts.problem or facts.truncated
 
 
+def test_a_zip_of_a_version_zipfile_cannot_read_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    """Found by the property above: zipfile raises NotImplementedError while opening it."""
+    directory = GOOD_PICKLE.index(b"PK\x01\x02")  # the first central directory entry
+    needs = directory + 6  # "version needed to extract"
+    data = GOOD_PICKLE[:needs] + (64).to_bytes(2, "little") + GOOD_PICKLE[needs + 2 :]
+    path = tmp_path / "model.pt"
+    path.write_bytes(data)
+    facts = read_torch_file(str(path))
+    assert facts.problem == "a zip file this reader cannot open (zip file version 6.4)"
+
+
 # --- JSON files -------------------------------------------------------------------------------
 @PROPERTY
 @given(st.binary(max_size=300) | json_soup.map(str.encode))

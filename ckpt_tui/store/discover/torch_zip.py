@@ -70,6 +70,8 @@ def _read_zip(handle: BinaryIO) -> TorchFacts:
     except (zipfile.BadZipFile, OSError, ValueError):
         missing = "the zip directory is missing: truncated or still being written"
         return TorchFacts(truncated=missing)
+    except NotImplementedError as exc:  # e.g. a zip version newer than zipfile reads
+        return TorchFacts(problem=f"a zip file this reader cannot open ({exc})")
     with archive:
         pickle_name = _data_pkl(archive.namelist())
         if pickle_name is None:
