@@ -26,11 +26,9 @@ from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.client import (
     ApiError,
-    AuthError,
     CheckpointClient,
     ClientError,
     ConnectionFailed,
-    CredentialsError,
     Timeout,
 )
 
@@ -46,9 +44,7 @@ def what_to_do(exc: ClientError) -> str:
     """What a person can do about a backend that failed this way ("" when the message says)."""
     if isinstance(exc, (ConnectionFailed, Timeout)):
         return "if it is reached through an SSH tunnel, is the tunnel open?"
-    if isinstance(exc, (AuthError, CredentialsError)):
-        return "check this backend's key (--api-key, or api_key_env / api_key_file in the config)"
-    return ""
+    return ""  # the client's own message already says what to do about a key
 
 
 def failure_text(exc: ClientError) -> str:

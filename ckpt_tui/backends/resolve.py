@@ -2,7 +2,9 @@
 
 - `--url [NAME=]URL` and `--local [NAME=]STORE` may repeat; an unnamed one gets a name made
   from its host and port or its folder's name (made unique with -2, -3, ...).
-- With no --url or --local, every backend of the config file opens.
+- With no --url, --local or --backend, every backend of the config file opens; `--backend
+  NAME` (repeatable) opens only those ("tinker": the Tinker connection, which then joins only
+  when named).
 - The Tinker connection (`$TINKER_BASE_URL`, else the hosted service, with `--api-key`,
   `$TINKER_API_KEY`, `$TINKER_CREDENTIAL_CMD` or the key of `tinker auth login`) joins them as
   "tinker" when it has a credential or `$TINKER_BASE_URL` is set, unless `no_tinker`.
@@ -51,6 +53,8 @@ class Wanted:
 
     urls: Sequence[str] = ()
     locals: Sequence[str] = ()
+    names: Sequence[str] = ()
+    """--backend: only these of the config file ("tinker": the Tinker connection)."""
     api_key: str | None = None
     no_tinker: bool = False
     readonly: bool = False
@@ -91,6 +95,8 @@ def resolve(
     """The backends to open, Tinker first, then in the order given; SetupError (exit 2) when
     the options conflict. An empty list: nothing names a backend."""
     from_command_line = bool(wanted.urls or wanted.locals)
+    if wanted.names and wanted.no_tinker and TINKER in wanted.names:
+        raise SetupError("--backend tinker asks for the Tinker connection, but --no-tinker")
     if wanted.api_key and len(wanted.urls) > 1:
         raise SetupError(
             f"--api-key is the key of one server, and {len(wanted.urls)} --url were given: "
@@ -99,16 +105,37 @@ def resolve(
     if wanted.api_key and not wanted.urls and wanted.no_tinker:
         raise SetupError("--api-key names a key for the Tinker connection, but --no-tinker")
     setups: list[Setup] = []
-    if not wanted.no_tinker:
+    tinker_wanted = TINKER in wanted.names if wanted.names else not wanted.no_tinker
+    if tinker_wanted:
         tinker = tinker_setup(wanted, env, credentials_path)
         if tinker is not None:
             setups.append(tinker)
+        elif wanted.names:
+            raise SetupError(
+                "--backend tinker: the environment has no Tinker connection (set "
+                "TINKER_API_KEY, TINKER_BASE_URL or TINKER_CREDENTIAL_CMD, or run "
+                "`tinker auth login`)"
+            )
+    if wanted.names:
+        setups += [configured_setup(c, wanted, env) for c in picked(wanted.names, config)]
+    elif not from_command_line and config is not None:
+        setups += [configured_setup(c, wanted, env) for c in config.backends]
     if from_command_line:
         setups += command_line_setups(wanted, {setup.backend.name for setup in setups})
-    elif config is not None:
-        setups += [configured_setup(c, wanted, env) for c in config.backends]
     check_unique(setups)
     return setups
+
+
+def picked(names: Sequence[str], config: Config | None) -> list[ConfiguredBackend]:
+    """The configured backends `names` names, in that order ("tinker" is not in the file);
+    SetupError naming the configured ones when a name is not among them."""
+    configured = {c.name: c for c in (config.backends if config is not None else ())}
+    unknown = [name for name in names if name != TINKER and name not in configured]
+    if unknown:
+        where = f"the config file {config.path}" if config is not None else "the config file"
+        known = ", ".join([*configured, TINKER]) if configured else f"none (only {TINKER})"
+        raise SetupError(f"--backend {unknown[0]}: {where} names no such backend; known: {known}")
+    return [configured[name] for name in dict.fromkeys(names) if name != TINKER]
 
 
 def tinker_setup(

@@ -22,8 +22,7 @@ from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CheckpointClient, ClientError
-
-__all__ = ["describe_client_error"]
+from ckpt_tui.cost import RateError, resolve_storage_rate
 
 NO_BACKEND_MESSAGE = """\
 ckpt-tui: no backend configured. Any one of these gives it one:
@@ -49,29 +48,47 @@ def setups_from_args(
     env: Mapping[str, str] | None = None,
     storage_rate: float | None = None,
 ) -> list[Setup]:
-    """The backends the options, the config file (only without --url/--local) and the
-    environment name, Tinker first. One of USAGE_ERRORS (exit 2) when they cannot work, or
-    InvalidUrlError for a --url that is not one."""
+    """The backends the options, the config file (all of its backends without --url, --local
+    and --backend; those --backend names otherwise) and the environment name, Tinker first.
+    One of USAGE_ERRORS (exit 2) when they cannot work, or InvalidUrlError for a --url that is
+    not one."""
     env = os.environ if env is None else env
-    urls, folders = list(args.url), list(args.local)
+    urls, folders, names = list(args.url), list(args.local), list(args.backend)
     for text in folders:
         check_local_folder(Path(split_named(text)[1]).expanduser())
     wanted = Wanted(
         urls=urls,
         locals=folders,
+        names=names,
         api_key=args.api_key or None,
         no_tinker=args.no_tinker,
         readonly=args.readonly,
         project=args.project,
         storage_rate=storage_rate,
     )
-    config = None if urls or folders else load_config(env=env)
+    config = load_config(env=env) if names or not (urls or folders) else None
     setups = resolve(wanted, config, env)
     if not setups:
         raise NoBackendError(NO_BACKEND_MESSAGE)
     if len(setups) == 1 and setups[0].problem is not None:
         raise NoBackendError(f"ckpt-tui: {setups[0].problem}")
     return setups
+
+
+class Refusal(Exception):
+    """Options that cannot work, with the message to print (exit 2)."""
+
+
+def setups_for(args: argparse.Namespace, *, rate: bool = False) -> list[Setup]:
+    """`setups_from_args`, with --storage-rate / $CKPT_TUI_STORAGE_RATE read first when the
+    command takes a rate; Refusal with the message for anything that cannot work."""
+    try:
+        storage_rate = resolve_storage_rate(args.storage_rate) if rate else None
+        return setups_from_args(args, storage_rate=storage_rate)
+    except (*USAGE_ERRORS, RateError) as exc:
+        raise Refusal(str(exc)) from None
+    except ClientError as exc:  # e.g. a --url that is not one
+        raise Refusal(describe_client_error(exc)) from None
 
 
 def check_local_folder(folder: Path) -> None:

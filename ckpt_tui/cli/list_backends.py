@@ -13,21 +13,12 @@ from ckpt_tui.backends.config import config_path
 from ckpt_tui.backends.load import Status, probe
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.cli import options
-from ckpt_tui.cli.common import (
-    USAGE_ERRORS,
-    describe_client_error,
-    fail,
-    opened,
-    run_async,
-    setups_from_args,
-)
+from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
 from ckpt_tui.cli.documents.listing import aligned
-from ckpt_tui.client import ClientError
-from ckpt_tui.cost import RateError, resolve_storage_rate
 
 SCHEMA = "ckpt-tui.backends/1"
 COLUMNS = ("NAME", "KIND", "WHERE", "STATUS", "LATENCY", "RUNS", "CHECKPOINTS", "RATE")
-OPTIONS = ("local", "url", "api_key", "no_tinker", "project", "readonly", "storage_rate")
+OPTIONS = ("local", "url", "backend", "api_key", "no_tinker", "project", "readonly", "storage_rate")
 
 
 def register(subparsers: Any) -> None:
@@ -51,12 +42,9 @@ async def probe_all(setups: list[Setup]) -> list[Status]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        rate = resolve_storage_rate(args.storage_rate)
-        setups = setups_from_args(args, storage_rate=rate)
-    except (*USAGE_ERRORS, RateError) as exc:
+        setups = setups_for(args, rate=True)
+    except Refusal as exc:
         return fail(str(exc), 2)
-    except ClientError as exc:
-        return fail(describe_client_error(exc), 2)
     statuses = run_async(probe_all(setups))
     if args.json:
         document = {

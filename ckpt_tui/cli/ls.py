@@ -15,17 +15,15 @@ from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import (
-    USAGE_ERRORS,
-    describe_client_error,
+    Refusal,
     described,
     fail,
     log_settings_from_args,
     opened,
     run_async,
-    setups_from_args,
+    setups_for,
 )
 from ckpt_tui.cli.documents.listing import Section, table_lines, write_ls_json
-from ckpt_tui.client import ClientError
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.sizes import format_total
 
@@ -72,11 +70,9 @@ async def load(setups: list[Setup], settings: LogDirSettings) -> Loaded:
 
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     try:
-        setups = setups_from_args(args)
-    except USAGE_ERRORS as exc:
+        setups = setups_for(args)
+    except Refusal as exc:
         return fail(str(exc), 2)
-    except ClientError as exc:
-        return fail(describe_client_error(exc), 2)
     loaded = run_async(load(setups, log_settings_from_args(args)))
     fleet = loaded.fleet
     several = len(fleet.states) > 1

@@ -4,9 +4,9 @@ argparse lets a subparser that defines an option again overwrite what the main p
 before the subcommand (its default replaces the earlier value). So every global option is
 declared once, in GLOBAL_OPTIONS; the main parser and each subcommand that accepts it add a
 copy, and the two copies store into different names with no default. `settle` then merges
-them: a flag given on both sides is joined (repeatable options: --url, --local, --log-dir; a
-value given twice counts once), agreed on (switches), or refused when the values differ; an
-option the chosen command does not use is refused.
+them: a flag given on both sides is joined (repeatable options: --url, --local, --backend,
+--log-dir; a value given twice counts once), agreed on (switches), or refused when the values
+differ; an option the chosen command does not use is refused.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 CONNECT = (
-    "where to connect (--url and --local repeat and add up; with neither, every backend of "
-    "the config file opens; the Tinker connection of the environment joins unless --no-tinker)"
+    "where to connect (--url, --local and --backend repeat and add up; with none of them, every "
+    "backend of the config file opens, and the Tinker connection of the environment joins "
+    "unless --no-tinker)"
 )
 
 
@@ -107,6 +108,16 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
         },
     ),
     GlobalOption(
+        "--backend",
+        CONNECT,
+        {
+            "action": "append",
+            "metavar": "NAME",
+            "help": "open only this backend of the config file ('tinker': the Tinker "
+            "connection); repeatable, and adds up with --url and --local",
+        },
+    ),
+    GlobalOption(
         "--no-tinker",
         CONNECT,
         {
@@ -165,7 +176,7 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
 )
 BY_DEST = {option.dest: option for option in GLOBAL_OPTIONS}
 ALL = tuple(BY_DEST)
-BACKEND = ("local", "url", "api_key", "no_tinker", "project", "log_dir", "readonly")
+BACKEND = ("local", "url", "backend", "api_key", "no_tinker", "project", "log_dir", "readonly")
 """What every command that talks to a backend accepts."""
 
 

@@ -23,7 +23,6 @@ from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import common, options
 from ckpt_tui.cli.common import (
-    describe_client_error,
     fail,
     log_settings_from_args,
     opened,
@@ -35,9 +34,8 @@ from ckpt_tui.cli.documents.prune_plan import (
     plan_lines,
     write_plan_json,
 )
-from ckpt_tui.client import CheckpointClient, ClientError, run_bulk
+from ckpt_tui.client import CheckpointClient, run_bulk
 from ckpt_tui.clock import Clock, clock_from_environ
-from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet import Part, plan_fleet
@@ -202,7 +200,7 @@ async def prune(
                 + "; ".join(fleet.incomplete())
                 + "). Nothing was deleted on any backend: a keep policy on a partial list would "
                 "delete what it cannot see is needed. Run it again, or leave that backend out "
-                "(--no-tinker, or --url/--local naming only the others)."
+                "(--backend NAME for each of the others, or --no-tinker)."
             )
         result = Result(parts, described, problems)
         if before_acting is not None:
@@ -250,19 +248,16 @@ def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, list[Setup]]:
     policy = policy_from_args(args)
     if not policy.selects_something and not args.delete_all_unprotected:
         raise UsageError(NOTHING_SELECTED)
-    rate = resolve_storage_rate(args.storage_rate)
     if args.yes and args.readonly:
         raise UsageError(READONLY_REFUSAL)
-    return policy, common.setups_from_args(args, storage_rate=rate)
+    return policy, common.setups_for(args, rate=True)
 
 
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     try:
         policy, setups = prepare(args)
-    except (UsageError, PolicyError, RateError, *common.USAGE_ERRORS) as exc:
+    except (UsageError, PolicyError, common.Refusal) as exc:
         return fail(str(exc), 2)
-    except ClientError as exc:
-        return fail(describe_client_error(exc), 2)
     now = (clock or clock_from_environ()).now()
     job = Job(policy, args.run, args.yes, now)
 

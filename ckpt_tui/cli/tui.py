@@ -6,26 +6,15 @@ import argparse
 from functools import partial
 
 from ckpt_tui.cli.clients import open_client
-from ckpt_tui.cli.common import (
-    USAGE_ERRORS,
-    describe_client_error,
-    fail,
-    log_settings_from_args,
-    setups_from_args,
-)
-from ckpt_tui.client import ClientError
+from ckpt_tui.cli.common import Refusal, fail, log_settings_from_args, setups_for
 from ckpt_tui.clock import clock_from_environ
-from ckpt_tui.cost import RateError, resolve_storage_rate
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        rate = resolve_storage_rate(args.storage_rate)
-        setups = setups_from_args(args, storage_rate=rate)
-    except (*USAGE_ERRORS, RateError) as exc:
+        setups = setups_for(args, rate=True)
+    except Refusal as exc:
         return fail(str(exc), 2)
-    except ClientError as exc:
-        return fail(describe_client_error(exc), 2)
     from ckpt_tui.tui.app import CkptApp
 
     # Until the app shows several backends side by side, it opens the first one.

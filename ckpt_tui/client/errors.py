@@ -160,7 +160,8 @@ def api_error(
 def _auth_message(detail: str, url: str, credential: str | None) -> str:
     if credential is None:
         return (
-            f"{url} needs an API key: {detail}. Pass --api-key, set TINKER_API_KEY, "
-            "or store one with `tinker auth login`"
+            f"{url} needs an API key: {detail}. Give it one: --api-key, or api_key_env / "
+            "api_key_file in the config file; for the Tinker connection also TINKER_API_KEY "
+            "or `tinker auth login`"
         )
     return f"{credential} was refused by {url}: {detail}"

@@ -8,7 +8,6 @@ import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,11 @@ from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import run_server
+from tests.support.seed import seed_backend
 from tests.support.tui import screen_of, settle
 
 KEY_B = "tml-key-of-b"
 PER_RUN = 4
-
-
-def fill(store: Store, prefix: str) -> None:
-    """Two runs named after the backend, PER_RUN checkpoints each."""
-    start = store.clock.now() - timedelta(hours=1)
-    for r in range(2):
-        run_id = f"{prefix}-run-{r}"
-        store.create_run(run_id, "Qwen/Qwen3-8B", lora_rank=8, created=start)
-        for c in range(PER_RUN):
-            created = start + timedelta(minutes=10 * c + r)
-            store.add_checkpoint(run_id, f"weights/{c:04d}", {"a.bin": b"x"}, created=created)
 
 
 def run_ids(store: Store) -> set[str]:
@@ -69,7 +58,7 @@ def backends(
     """Servers A (named by TINKER_BASE_URL/TINKER_API_KEY) and B (needs KEY_B), store L."""
     stores = {name: Store.open(tmp_path / name, clock) for name in ("a", "b", "l")}
     for name, store in stores.items():
-        fill(store, name)
+        seed_backend(store, name, PER_RUN)
     stores["l"].close()  # a local store is opened by the command itself
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "no-runs"))

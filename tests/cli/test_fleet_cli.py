@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +18,11 @@ from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
+from tests.support.seed import seed_backend
 
 KEY1, KEY2 = "tml-key-of-box1", "tml-key-of-box2"
 RATE1, RATE2 = 0.05, 0.25
 PER_RUN = 3
-
-
-def fill(store: Store, prefix: str) -> None:
-    """Two runs named after the backend, PER_RUN checkpoints of 1 MiB each."""
-    start = store.clock.now() - timedelta(hours=1)
-    for r in range(2):
-        run_id = f"{prefix}-run-{r}"
-        store.create_run(run_id, "Qwen/Qwen3-8B", lora_rank=8, created=start)
-        for c in range(PER_RUN):
-            created = start + timedelta(minutes=10 * c + r)
-            files = {"a.bin": b"x" * 2**20}
-            store.add_checkpoint(run_id, f"weights/{c:04d}", files, created=created)
 
 
 def count(store: Store) -> int:
@@ -82,7 +70,7 @@ local = "{self.scratch}"
 def boxes(tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Boxes]:
     stores = {name: Store.open(tmp_path / name, clock) for name in ("box1", "box2", "scratch")}
     for name, store in stores.items():
-        fill(store, name)
+        seed_backend(store, name, PER_RUN, size=2**20)
     stores["scratch"].close()  # a local store is opened by the command itself
     monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "no-runs"))
     monkeypatch.setenv("BOX1_KEY", KEY1)
@@ -276,3 +264,17 @@ def test_a_bad_config_is_exit_2_naming_file_line_and_fix(
     err = capsys.readouterr().err
     assert f"{boxes.config}, line 3: [backends.box1] api_key: a key is never written" in err
     assert "tml-x" not in err
+
+
+def test_backend_picks_which_configured_backends_prune_acts_on(
+    boxes: Boxes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a dead backend configured, --backend leaves it out so the others can be pruned."""
+    argv = ["--backend", "box1", "prune", "--backend", "scratch", "--keep-last", "1", "--yes"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Deleting 4 checkpoints on box1 at" in out and "on scratch at" in out
+    assert "dead" not in out and boxes.box2.requests == []
+    assert count(boxes.store1) == boxes.scratch_count() == 2
+    assert main(["ls", "--backend", "nope"]) == 2
+    assert "--backend nope: the config file" in capsys.readouterr().err

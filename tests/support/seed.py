@@ -34,3 +34,16 @@ def seed_store(store: Store, runs: int = 3, per_run: int = 4) -> list[tuple[str,
 def path_of(pair: tuple[str, str]) -> str:
     """The tinker path of a (run id, checkpoint id) pair as `seed_store` returns them."""
     return f"tinker://{pair[0]}/{pair[1]}"
+
+
+def seed_backend(store: Store, prefix: str, per_run: int, size: int = 1) -> None:
+    """Two runs named after a backend (`PREFIX-run-0`, `PREFIX-run-1`), `per_run` checkpoints
+    of `size` bytes each, made in the hour before the store's now."""
+    start = store.clock.now() - timedelta(hours=1)
+    for r in range(2):
+        run_id = f"{prefix}-run-{r}"
+        store.create_run(run_id, BASE_MODEL, lora_rank=8, created=start)
+        for c in range(per_run):
+            created = start + timedelta(minutes=10 * c + r)
+            files = {"a.bin": b"x" * size}
+            store.add_checkpoint(run_id, f"weights/{c:04d}", files, created=created)

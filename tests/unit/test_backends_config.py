@@ -202,3 +202,17 @@ def test_conflicting_options_are_refused(wanted: Wanted, message: str, tmp_path:
     with pytest.raises(SetupError) as caught:
         resolve(wanted, None, ENV_TINKER, tmp_path / "no-creds")
     assert message in str(caught.value)
+
+
+def test_backend_picks_configured_ones_and_tinker_only_when_named(tmp_path: Path) -> None:
+    config = b'[backends.box1]\nurl = "http://127.0.0.1:1"\n[backends.box2]\nurl = "http://127.0.0.1:2"\n'
+    picked = Wanted(names=("box2",))
+    assert names(picked, ENV_TINKER, tmp_path, config) == ["box2"]  # Tinker not named: left out
+    both = Wanted(names=("box2", "tinker", "box1"), urls=("x=http://127.0.0.1:3",))
+    assert names(both, ENV_TINKER, tmp_path, config) == ["tinker", "box2", "box1", "x"]
+    with pytest.raises(SetupError, match=r"--backend box9: .* names no such backend; known: box1"):
+        names(Wanted(names=("box9",)), {}, tmp_path, config)
+    with pytest.raises(SetupError, match="the environment has no Tinker connection"):
+        names(Wanted(names=("tinker",)), {}, tmp_path, config)
+    with pytest.raises(SetupError, match="--backend tinker asks for the Tinker connection"):
+        names(Wanted(names=("tinker",), no_tinker=True), ENV_TINKER, tmp_path, config)
