@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ckpt_tui.backends import BackendState, Fleet
@@ -129,7 +130,7 @@ def state_problems(state: BackendState) -> list[str]:
     return [snapshot.incomplete, *snapshot.problems] if snapshot.incomplete else snapshot.problems
 
 
-def text_lines(loaded: Loaded, chosen: Sequence[RunSummary], now: Any) -> list[str]:
+def text_lines(loaded: Loaded, chosen: Sequence[RunSummary], now: datetime) -> list[str]:
     """The table; with several backends, a heading per backend before its runs."""
     states = loaded.fleet.states
     if len(states) == 1:

@@ -222,11 +222,11 @@ async def carry_out(part: Part, client: CheckpointClient) -> Part:
 
 def only_one_not_whole(state: BackendState) -> str:
     """Why the one backend cannot be planned, as it was said before there were several."""
-    if state.error is not None:
-        return state.error
+    if state.error is not None or state.snapshot is None:
+        return state.error or "it was not loaded"
     return (
-        f"{state.incomplete.split(': ', 1)[-1]}. Nothing was planned or deleted: a keep policy "
-        "on a partial list would delete what it cannot see is needed. Run it again."
+        f"{state.snapshot.incomplete}. Nothing was planned or deleted: a keep policy on a "
+        "partial list would delete what it cannot see is needed. Run it again."
     )
 
 
