@@ -109,10 +109,12 @@ def backend_problems(runs: Sequence[TrainingRun], checkpoints: Sequence[Checkpoi
         for run in runs
         if run.corrupted
     ]
-    for ckpt in checkpoints:
-        reason = (ckpt.user_metadata or {}).get(UNREADABLE)
-        if reason:
-            found.append(f"{ckpt.tinker_path}: {reason}")
+    with_metadata = [ckpt for ckpt in checkpoints if ckpt.user_metadata]  # most have none
+    found += [
+        f"{ckpt.tinker_path}: {reason}"
+        for ckpt in with_metadata
+        if (reason := (ckpt.user_metadata or {}).get(UNREADABLE))
+    ]
     return found
 
 

@@ -47,8 +47,15 @@ from ckpt_tui.client.session import Session
 CheckpointRef = TinkerPath | str | Checkpoint
 AccessScope = Literal["owned", "accessible"]
 API = "/api/v1"
+PAGE_SIZE = 5000
+"""Checkpoints asked for per page: 100,000 in 20 requests (the server serves up to 10,000;
+a server that serves fewer is paged by what it serves). Fewer, bigger pages cost the client
+less than half the CPU time of pages of 1,000."""
 PAGE_CONCURRENCY = 16
 """Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
+ITEMS_IN_FLIGHT = 20_000
+"""Checkpoints in flight at once: 4 pages of 5,000, or 16 of 1,000 from a server that caps
+pages there (the bytes of every page in flight are held until it is decoded)."""
 T = TypeVar("T")
 ListItem = TypeVar("ListItem")
 _HEALTH = msgspec.json.Decoder(Health)
@@ -282,24 +289,33 @@ class CheckpointClient:
 
     # --- whole lists -------------------------------------------------------------------------
     def iter_checkpoint_pages(
-        self, page_size: int = 1000, concurrency: int = PAGE_CONCURRENCY
+        self, page_size: int = PAGE_SIZE, concurrency: int = PAGE_CONCURRENCY
     ) -> AsyncIterator[Page[Checkpoint]]:
         """One read of `/checkpoints`: pages as they arrive (any order; each knows its offset)."""
-        return paging.iter_pages(self.list_checkpoints, page_size, concurrency)
+        return paging.iter_pages(
+            self.list_checkpoints, page_size, concurrency, items_in_flight=ITEMS_IN_FLIGHT
+        )
 
     async def read_all_checkpoints(
         self,
-        page_size: int = 1000,
+        page_size: int = PAGE_SIZE,
         concurrency: int = PAGE_CONCURRENCY,
         on_page: paging.OnPage[Checkpoint] | None = None,
     ) -> Listing[Checkpoint]:
         """Every checkpoint, newest first, de-duplicated; `complete` says whether it is whole."""
         key = attrgetter("tinker_path")
-        return await paging.read_whole(self.list_checkpoints, key, page_size, concurrency, on_page)
+        return await paging.read_whole(
+            self.list_checkpoints,
+            key,
+            page_size,
+            concurrency,
+            on_page,
+            items_in_flight=ITEMS_IN_FLIGHT,
+        )
 
     async def list_all_checkpoints(
         self,
-        page_size: int = 1000,
+        page_size: int = PAGE_SIZE,
         concurrency: int = PAGE_CONCURRENCY,
         on_progress: Progress | None = None,
     ) -> list[Checkpoint]:

@@ -96,9 +96,14 @@ async def iter_pages(
     concurrency: int = 8,
     report: ReadReport | None = None,
     read: int = 1,
+    *,
+    items_in_flight: int | None = None,
 ) -> AsyncIterator[Page[T]]:
     """One read: yield the first page, then the others as they arrive (in any order).
 
+    At most `concurrency` pages are asked for at once, and with `items_in_flight`, fewer when
+    the server's pages are big (at least one): a server that caps pages gets as many requests
+    in flight as needed to hide latency, and big pages do not all sit in memory at once.
     Gaps (pages that held fewer items than asked, a total that grew) are asked for again
     until every offset below the total is covered. The first page's error propagates; a later
     page's error, or a round that covers nothing new (the list shrank), ends the read early
@@ -110,8 +115,10 @@ async def iter_pages(
     first = _as_read(await fetch(page_size, 0), read)
     report.add(first)
     yield first
-    gate = asyncio.Semaphore(concurrency)
     step = max(1, min(page_size, len(first.items)))  # what the server really serves a page
+    if items_in_flight is not None:
+        concurrency = max(1, min(concurrency, items_in_flight // step))
+    gate = asyncio.Semaphore(concurrency)
 
     async def fetch_gated(limit: int, offset: int) -> Page[T] | ClientError:
         async with gate:
@@ -158,6 +165,8 @@ async def read_whole(
     page_size: int = 1000,
     concurrency: int = 8,
     on_page: OnPage[T] | None = None,
+    *,
+    items_in_flight: int | None = None,
 ) -> Listing[T]:
     """Read the list until a read is whole or two reads agree (at most MAX_READS reads).
 
@@ -169,7 +178,10 @@ async def read_whole(
     for read in range(1, MAX_READS + 1):
         report = ReadReport()
         pages: list[Page[T]] = []
-        async for page in iter_pages(fetch, page_size, concurrency, report, read):
+        pages_read = iter_pages(
+            fetch, page_size, concurrency, report, read, items_in_flight=items_in_flight
+        )
+        async for page in pages_read:
             pages.append(page)
             if on_page is not None:
                 await on_page(page)

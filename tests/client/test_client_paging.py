@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import pytest
 
+from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client import CheckpointClient
+from ckpt_tui.client.paging import Page, read_whole
 from ckpt_tui.store import Store
 from tests.support.seed import seed_store
 
@@ -79,3 +83,24 @@ async def test_empty_store_lists_nothing(client: CheckpointClient) -> None:
 async def test_bad_page_size_is_refused(client: CheckpointClient) -> None:
     with pytest.raises(ValueError, match="page_size"):
         await client.list_all_checkpoints(page_size=0)
+
+
+async def test_big_pages_are_asked_for_fewer_at_a_time(
+    client: CheckpointClient, seeded: list[str]
+) -> None:
+    """With `items_in_flight`, page bytes held at once stay bounded whatever the page size."""
+    in_flight = most = 0
+
+    async def fetch(limit: int, offset: int) -> Page[Checkpoint]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            return await client.list_checkpoints(limit, offset)
+        finally:
+            in_flight -= 1
+
+    key = attrgetter("tinker_path")
+    listing = await read_whole(fetch, key, page_size=10, concurrency=16, items_in_flight=30)
+    assert listing.complete and [c.tinker_path for c in listing.items] == seeded
+    assert 1 <= most <= 3
