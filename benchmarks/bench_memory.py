@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
+from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.client import Backend
 from ckpt_tui.tui.app import CkptApp
 
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--refreshes", type=int, default=20)
     args = parser.parse_args()
     with served(args.store) as url:
+        map_big_blocks()  # as `ckpt-tui` does when it starts
         figures = asyncio.run(measure(url, args.refreshes))
     first, after = figures[0], figures[1:] or figures
     print(

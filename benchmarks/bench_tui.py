@@ -43,6 +43,7 @@ from textual.strip import Strip
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
+from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
 from ckpt_tui.client.paging import OnPage
@@ -258,6 +259,7 @@ def main() -> None:
     collections = CollectionLog() if args.gc else None
     with tempfile.TemporaryDirectory() as folder:
         Store.open(Path(folder) / "store").close()
+        map_big_blocks()  # as `ckpt-tui` does when it starts
         results = {n: asyncio.run(measure(n, args.reps, Path(folder) / "store")) for n in sizes}
     names = list(next(iter(results.values())))
     print(f"{'rows':>8}  " + "  ".join(f"{name:>10}" for name in names) + "   (ms, medians)")

@@ -200,7 +200,7 @@ async def load_snapshot(
             last_partial = time.monotonic()
 
     try:
-        listing = await client.read_all_checkpoints(on_page=arrived)
+        listing = await client.read_all_checkpoints(on_page=arrived, known=cache.known)
         run_listing = await runs_task
         only = await project_filter()
         infos = await fetch_weights_info(client, checkpoints)

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import demo, list_backends, ls, options, prune, serve, tui
+from ckpt_tui.cli import allocator, demo, list_backends, ls, options, prune, serve, tui
 
 SUBCOMMANDS = (demo, serve, ls, prune, list_backends)
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     parser = build_parser()
     args = parser.parse_args(argv)
     options.settle(args, parser)

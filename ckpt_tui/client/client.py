@@ -301,11 +301,21 @@ class CheckpointClient:
         page_size: int = PAGE_SIZE,
         concurrency: int = PAGE_CONCURRENCY,
         on_page: paging.OnPage[Checkpoint] | None = None,
+        known: Callable[[list[Checkpoint]], list[Checkpoint]] | None = None,
     ) -> Listing[Checkpoint]:
-        """Every checkpoint, newest first, de-duplicated; `complete` says whether it is whole."""
+        """Every checkpoint, newest first, de-duplicated; `complete` says whether it is whole.
+
+        `known(items)` may swap each page's checkpoints for equal ones the caller already
+        holds, as the page arrives (so the page's own copies are freed at once).
+        """
         key = attrgetter("tinker_path")
+
+        async def fetch(limit: int, offset: int) -> Page[Checkpoint]:
+            page = await self.list_checkpoints(limit, offset)
+            return page if known is None else Page(known(page.items), page.offset, page.total)
+
         return await paging.read_whole(
-            self.list_checkpoints,
+            fetch,
             key,
             page_size,
             concurrency,

@@ -104,3 +104,24 @@ async def test_big_pages_are_asked_for_fewer_at_a_time(
     listing = await read_whole(fetch, key, page_size=10, concurrency=16, items_in_flight=30)
     assert listing.complete and [c.tinker_path for c in listing.items] == seeded
     assert 1 <= most <= 3
+
+
+async def test_known_checkpoints_are_swapped_in_as_each_page_arrives(
+    client: CheckpointClient, seeded: list[str]
+) -> None:
+    """A refresh then holds one copy of each unchanged checkpoint, not a page's worth more."""
+    first = await client.read_all_checkpoints(page_size=PAGE)
+    held = {ckpt.tinker_path: ckpt for ckpt in first.items[::2]}
+    pages: list[Page[Checkpoint]] = []
+
+    async def arrived(page: Page[Checkpoint]) -> None:
+        pages.append(page)
+
+    def known(items: list[Checkpoint]) -> list[Checkpoint]:
+        return [held.get(ckpt.tinker_path, ckpt) for ckpt in items]
+
+    again = await client.read_all_checkpoints(page_size=PAGE, on_page=arrived, known=known)
+    arrived_items = [ckpt for page in pages for ckpt in page.items]
+    assert sorted(c.tinker_path for c in arrived_items) == sorted(seeded)
+    for items in (arrived_items, again.items):
+        assert [c is held.get(c.tinker_path) for c in items] == [p in held for p in seeded]

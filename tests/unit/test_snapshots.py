@@ -98,3 +98,16 @@ def test_a_snapshots_per_row_objects_are_not_tracked_by_the_collector(tmp_path: 
         for name, value in (("row", row), ("server", row.server), ("size", row.size))
     ]
     assert [name for name, value in per_row if gc.is_tracked(value)] == []
+
+
+def test_a_refreshed_page_keeps_the_held_copy_of_each_unchanged_checkpoint(
+    tmp_path: Path,
+) -> None:
+    write_logs(tmp_path)
+    cache = RowCache()
+    held = first_snapshot(tmp_path, cache).checkpoints
+    copies = [msgspec.json.decode(msgspec.json.encode(c), type=Checkpoint) for c in held]
+    changed = msgspec.structs.replace(copies[0], public=True)
+    swapped = cache.known([changed, *copies[1:]])
+    assert swapped[0] is changed  # a change keeps the new copy
+    assert all(new is old for new, old in zip(swapped[1:], held[1:], strict=True))
