@@ -31,7 +31,6 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -44,7 +43,7 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.cli.allocator import map_big_blocks
-from ckpt_tui.cli.clients import open_client
+from ckpt_tui.cli.common import connection_to
 from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
 from ckpt_tui.client.paging import OnPage
 from ckpt_tui.clock import FixedClock
@@ -165,7 +164,7 @@ async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, 
 
     def on_partial(snapshot: Snapshot) -> None:
         FrameClock.painted.clear()
-        screen.feed.apply_snapshot(snapshot)
+        screen.feed.apply_page(screen.fleet.names[0], snapshot)
         first_shown.set()
 
     settings = LogDirSettings((), None)
@@ -175,7 +174,7 @@ async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, 
     first = await FrameClock.since(source.first_page_at)
     snapshot = await task
     FrameClock.painted.clear()
-    screen.feed.apply_snapshot(snapshot)
+    screen.feed.apply_page(screen.fleet.names[0], snapshot)
     last = await FrameClock.since(source.last_page_at)
     screen.warm_up()  # as the app's loader does after the final snapshot
     await screen.app.workers.wait_for_complete()
@@ -203,14 +202,12 @@ class StallMeter:
 async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     runs, checkpoints = synthetic(count)
     FrameClock.reset()
-    backend = Backend.local(store)
     app = CkptApp(
-        backend,
+        [connection_to(Backend.local(store), "local")],
         LogDirSettings((), None),
         clock=FixedClock(NOW),
         poll_interval=0,
         log_check_interval=3600,
-        connect=partial(open_client, backend),
     )
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()
@@ -226,21 +223,30 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         FrameClock.painted.clear()
         start = time.perf_counter()
         snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
-        screen.feed.apply_snapshot(snapshot)
+        screen.feed.apply_page(screen.fleet.names[0], snapshot)
         arrival = await FrameClock.since(start)
         screen.warm_up()  # as the app's loader does after the final snapshot
         await app.workers.wait_for_complete()
-        down = await timed_keys(pilot, ["down"] * reps)
-        page = await timed_keys(pilot, ["pagedown"] * reps)
-        await pilot.press("slash")
-        typed = await timed_keys(pilot, list(FILTER_TEXT))
-        await pilot.press("escape")
-        sort = await timed_keys(pilot, ["s"] * 5)
+        keys = await keystrokes(pilot, reps)
     return {
         "first page": first_page,
         "last page": last_page,
         "load stall": load_stall,
         "all at once": arrival,
+        **keys,
+    }
+
+
+async def keystrokes(pilot: Pilot[None], reps: int) -> dict[str, float]:
+    """Medians (ms) of a keystroke to the next painted frame in the all-checkpoints view:
+    down, pagedown, one typed character of a growing filter (and its slowest), `s`."""
+    down = await timed_keys(pilot, ["down"] * reps)
+    page = await timed_keys(pilot, ["pagedown"] * reps)
+    await pilot.press("slash")
+    typed = await timed_keys(pilot, list(FILTER_TEXT))
+    await pilot.press("escape")
+    sort = await timed_keys(pilot, ["s"] * 5)
+    return {
         "down": statistics.median(down),
         "pagedown": statistics.median(page),
         "filter": statistics.median(typed),

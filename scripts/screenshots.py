@@ -29,6 +29,7 @@ from textual.widgets import Input  # noqa: E402
 
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
+from ckpt_tui.tui.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog  # noqa: E402
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen  # noqa: E402
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog  # noqa: E402
@@ -37,7 +38,7 @@ from tests.support.tui import (  # noqa: E402
     checkpoints,
     find,
     pictured_demo,
-    runs,
+    runs_pane,
     settle,
 )
 
@@ -53,16 +54,16 @@ async def show_run(pilot: Pilot[None], run_name: str) -> None:
     app = pilot.app
     assert isinstance(app, CkptApp)
     await pilot.press("1")
-    table = runs(app)
-    run = next(summary for summary in table.rows if summary.display_name == run_name)
-    assert table.move_cursor_to_key(run.run_id)
+    table = runs_pane(app)
+    run = next(entry for entry in table.rows if getattr(entry, "display_name", "") == run_name)
+    assert table.move_cursor_to_key(run_key(run))
     await settle(pilot)
 
 
 async def put_cursor_on(pilot: Pilot[None], row: CheckpointRow) -> None:
     app = pilot.app
     assert isinstance(app, CkptApp)
-    assert checkpoints(app).move_cursor_to_key(row.tinker_path), f"{row.tinker_path} not shown"
+    assert checkpoints(app).move_cursor_to_key(row_key(row)), f"{row.tinker_path} not shown"
     await settle(pilot)
 
 
@@ -101,11 +102,25 @@ async def ttl_dialog(pilot: Pilot[None]) -> None:
     app = app_of(pilot)
     await show_run(pilot, "sl/llama-8b-tulu3")
     names = ("000100", "000200", "000300")
-    checkpoints(app).set_marks(
-        [find(app, "sl/llama-8b-tulu3", n, "state").tinker_path for n in names]
-    )
+    checkpoints(app).set_marks([row_key(find(app, "sl/llama-8b-tulu3", n, "state")) for n in names])
     await pilot.press("t")
     await wait_for_dialog(pilot, TtlDialog)
+
+
+async def delete_across_backends(pilot: Pilot[None]) -> None:
+    """Old saves on both backends, by size: the dialog names each backend and its share."""
+    app = app_of(pilot)
+    await pilot.press("2", "s", "S")  # biggest first
+    await settle(pilot)
+    marked = [
+        find(app, "full/llama-3b-ft", "000150", "state"),
+        find(app, "sl/llama-8b-tulu3", "000100", "state"),
+        find(app, "llama-1b-sft", "checkpoint-500", "state"),
+        find(app, "llama-3b-dpo", "checkpoint-200", "state"),
+    ]
+    checkpoints(app).set_marks([row_key(row) for row in marked])
+    await pilot.press("d")
+    await wait_for_dialog(pilot, DeleteDialog)
 
 
 async def delete_warnings(pilot: Pilot[None]) -> None:
@@ -119,7 +134,7 @@ async def delete_warnings(pilot: Pilot[None]) -> None:
         find(app, "sl/llama-8b-tulu3", "000100", "state"),
         find(app, "sl/llama-8b-tulu3", "000100", "sampler"),
     ]
-    checkpoints(app).set_marks([row.tinker_path for row in marked])
+    checkpoints(app).set_marks([row_key(row) for row in marked])
     await pilot.press("slash", *"final", "enter")  # hides the marked 000100 and rolling rows
     await settle(pilot)
     await pilot.press("d")
@@ -131,7 +146,7 @@ async def bulk_result(pilot: Pilot[None]) -> None:
     await show_run(pilot, "sl/llama-8b-tulu3")
     names = ("000100", "000200", "000300")
     victims = [row for row in shown_rows(app) if row.name in names]
-    checkpoints(app).set_marks([row.tinker_path for row in victims])
+    checkpoints(app).set_marks([row_key(row) for row in victims])
     await pilot.press("d")
     await wait_for_dialog(pilot, DeleteDialog)
     await pilot.press("y")
@@ -161,16 +176,19 @@ class Picture:
     size: tuple[int, int]
     scene: Scene
     failing_server: bool = False
+    with_box: bool = False
+    """Both of the demo's backends, as `ckpt-tui demo` opens them."""
 
 
 PICTURES = (
-    Picture("main.svg", BIG, main_view),
-    Picture("main-80x24.svg", SMALL, main_view),
-    Picture("all-by-size.svg", BIG, all_by_size),
-    Picture("all-80x24.svg", SMALL, all_by_size),
+    Picture("main.svg", BIG, main_view, with_box=True),
+    Picture("main-80x24.svg", SMALL, main_view, with_box=True),
+    Picture("all-by-size.svg", BIG, all_by_size, with_box=True),
+    Picture("all-80x24.svg", SMALL, all_by_size, with_box=True),
     Picture("details.svg", BIG, details),
     Picture("ttl-dialog.svg", BIG, ttl_dialog),
     Picture("delete-warnings.svg", BIG, delete_warnings),
+    Picture("delete-two-backends.svg", BIG, delete_across_backends, with_box=True),
     Picture("bulk-result.svg", BIG, bulk_result, failing_server=True),
     Picture("keep-policy.svg", BIG, keep_policy),
 )
@@ -191,7 +209,7 @@ def steady_cursors(app: CkptApp) -> None:
 async def take(picture: Picture, work: Path, out: Path) -> Path:
     """Build a fresh demo, play the scene and save the SVG; return where it went."""
     wrap = failing_one_name if picture.failing_server else None
-    with pictured_demo(work / "demo", wrap=wrap) as app:
+    with pictured_demo(work / "demo", wrap=wrap, with_box=picture.with_box) as app:
         async with app.run_test(size=picture.size, notifications=True) as pilot:
             await settle(pilot)
             await picture.scene(pilot)

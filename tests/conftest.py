@@ -15,7 +15,7 @@ from ckpt_tui.store import Store
 from tests.support.clock import T0
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
-from tests.support.live_server import run_server
+from tests.support.live_server import bind_loopback_socket, run_server
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +69,15 @@ def server_url(store: Store) -> Iterator[str]:
     """Base URL of a real uvicorn server over `store`, without auth or background sweep."""
     with run_server(create_app(store, sweep_interval=None)) as url:
         yield url
+
+
+@pytest.fixture
+def refused_url() -> str:
+    """A loopback URL where nothing listens (its port was free a moment ago)."""
+    sock = bind_loopback_socket()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock.close()  # nothing listens there any more
+    return url
 
 
 @pytest.fixture

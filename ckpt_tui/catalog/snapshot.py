@@ -156,12 +156,16 @@ async def load_snapshot(
     on_progress: Progress | None = None,
     on_partial: Callable[[Snapshot], None] | None = None,
     cache: RowCache | None = None,
+    *,
+    own_logs_only: bool = False,
 ) -> Snapshot:
     """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
 
     With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
     first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
     shares `cache`, so each re-join only builds rows for what is new.
+    `own_logs_only` (one of several backends): only the log dirs that name one of this
+    backend's runs join it; another backend's runs are not "missing" here.
     """
     cache = cache or RowCache()
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
@@ -195,7 +199,7 @@ async def load_snapshot(
         runs = runs_task.result().items
         if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
             discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
-            discovery = discovery if only is None else only.discovery(discovery)
+            discovery = logs_of(discovery, runs, only, own_logs_only)
             on_partial(await joined(runs, checkpoints, discovery, {}, cache))
             last_partial = time.monotonic()
 
@@ -205,7 +209,7 @@ async def load_snapshot(
         only = await project_filter()
         infos = await fetch_weights_info(client, checkpoints)
         discovery = await discovery_task
-        discovery = discovery if only is None else only.discovery(discovery)
+        discovery = logs_of(discovery, run_listing.items, only, own_logs_only)
     except BaseException:
         discovery_task.cancel()
         runs_task.cancel()
@@ -220,6 +224,16 @@ async def load_snapshot(
     return await asyncio.to_thread(
         Snapshot.join, run_listing.items, kept, discovery, infos, cache, incomplete
     )
+
+
+def logs_of(
+    found: Discovery, runs: Sequence[TrainingRun], only: InProject | None, own_logs_only: bool
+) -> Discovery:
+    """The log dirs that join a backend: its project's (`only`), or with `own_logs_only` the
+    ones that name one of its `runs`; else every one found."""
+    if only is not None:
+        return only.discovery(found)
+    return InProject(runs).discovery(found) if own_logs_only else found
 
 
 class InProject:

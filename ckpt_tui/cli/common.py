@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ckpt_tui.backends import Connection
+from ckpt_tui.backends import Backend, BackendKind, Connection
 from ckpt_tui.backends.config import ConfigError, load_config
 from ckpt_tui.backends.load import describe_client_error, failure_text
 from ckpt_tui.backends.resolve import Setup, SetupError, Wanted, resolve, split_named
@@ -114,6 +114,18 @@ def connect(setup: Setup) -> Connection:
         else:
             return Connection(setup.backend, client)
     return Connection(setup.backend, refusing_client(problem), problem)
+
+
+def connection_to(
+    endpoint: Endpoint, name: str, *, readonly: bool = False, storage_rate: float | None = None
+) -> Connection:
+    """One backend named `name` where `endpoint` says (the demo's, a benchmark's), opened as
+    `connect` opens every backend the options name."""
+    local = endpoint.local_store
+    kind: BackendKind = "local" if local is not None else "url"
+    location = str(local.absolute()) if local is not None else endpoint.base_url
+    backend = Backend(name, kind, location, readonly, storage_rate)
+    return connect(Setup(backend, endpoint))
 
 
 class RefusingTransport(httpx.AsyncBaseTransport):

@@ -6,14 +6,12 @@ import argparse
 import os
 import shlex
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
-from ckpt_tui.cli.clients import open_client
-from ckpt_tui.cli.common import fail
+from ckpt_tui.cli.common import connection_to, fail
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
@@ -61,13 +59,23 @@ def executable() -> str:
     return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m ckpt_tui"
 
 
+def demo_backends(paths: DemoPaths) -> list[tuple[str, Path]]:
+    """The demo's two backends, by name: a Tinker-style store, and a GPU box's folder of
+    Hugging Face Trainer saves."""
+    return [("tinker-demo", paths.store), ("gpu-box", paths.box)]
+
+
 def open_commands(paths: DemoPaths) -> str:
-    store, logs = shlex.quote(str(paths.store)), shlex.quote(str(paths.logs))
+    logs = shlex.quote(str(paths.logs))
+    locals_ = " ".join(
+        f"--local {name}={shlex.quote(str(folder))}" for name, folder in demo_backends(paths)
+    )
+    store = shlex.quote(str(paths.store))
     command = executable()
     return (
-        f"  open it:   {command} --local {store} --log-dir {logs}\n"
+        f"  open it:   {command} {locals_} --log-dir {logs}\n"
         f"  serve it:  {command} serve {store}\n"
-        f"  list it:   {command} ls --local {store} --log-dir {logs}"
+        f"  list it:   {command} ls {locals_} --log-dir {logs}"
     )
 
 
@@ -92,16 +100,11 @@ def run(args: argparse.Namespace) -> int:
 
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
-    backend = Backend.local(paths.store)
-    app = CkptApp(
-        backend,
-        settings,
-        clock=clock,
-        poll_interval=args.poll,
-        readonly=args.readonly,
-        storage_rate=rate,
-        connect=partial(open_client, backend, readonly=args.readonly),
-    )
+    connections = [
+        connection_to(Backend.local(folder), name, readonly=args.readonly, storage_rate=rate)
+        for name, folder in demo_backends(paths)
+    ]
+    app = CkptApp(connections, settings, clock=clock, poll_interval=args.poll)
     app.run()
     print(f"The demo stays in {paths.root}; to open it again:\n{open_commands(paths)}")
     return 0

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from functools import partial
+from concurrent.futures import ThreadPoolExecutor
 
-from ckpt_tui.cli.clients import open_client
-from ckpt_tui.cli.common import Refusal, fail, log_settings_from_args, setups_for
+from ckpt_tui.cli.common import Refusal, connect, fail, log_settings_from_args, setups_for
 from ckpt_tui.clock import clock_from_environ
 
 
@@ -17,16 +16,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     from ckpt_tui.tui.app import CkptApp
 
-    # Until the app shows several backends side by side, it opens the first one.
-    first = setups[0]
+    # Each backend with its own client; local stores open side by side (a large one's first
+    # scan takes a while). The app closes the clients as it quits.
+    with ThreadPoolExecutor() as pool:
+        connections = list(pool.map(connect, setups))
     app = CkptApp(
-        first.endpoint,
+        connections,
         log_settings_from_args(args),
         clock=clock_from_environ(),
         poll_interval=args.poll,
-        readonly=first.backend.readonly,
-        storage_rate=first.backend.storage_rate,
-        connect=partial(open_client, first.endpoint, readonly=first.backend.readonly),
     )
     app.run()
     return 0

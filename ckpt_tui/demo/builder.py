@@ -12,6 +12,7 @@ from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.demo.models import MODELS, adam_moments, full_tensors, lora_tensors
 from ckpt_tui.demo.safetensors_writer import TensorSpec, write_sparse_safetensors
 from ckpt_tui.demo.scenario import PlannedCheckpoint, PlannedRun, plan_demo
+from ckpt_tui.demo.trainer_box import write_trainer_box
 from ckpt_tui.store import Store
 
 MARKER = ".ckpt-tui-demo.json"
@@ -39,18 +40,20 @@ class DemoPaths:
     root: Path
     store: Path
     logs: Path
+    box: Path
+    """A GPU box's folder of Hugging Face Trainer saves: the demo's second backend."""
 
 
 def prepare_folder(root: Path, seed: int) -> DemoPaths:
     """Make `root` ready for a fresh demo, refusing to touch a folder the demo did not write."""
-    paths = DemoPaths(root, root / "store", root / "logs")
+    paths = DemoPaths(root, root / "store", root / "logs", root / "gpu-box")
     if root.exists() and not root.is_dir():
         raise DemoError(f"{root} exists and is not a folder; choose another --dir")
     if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
         raise DemoError(
             f"{root} is not empty and holds no demo; choose an empty or new folder with --dir"
         )
-    for folder in (paths.store, paths.logs):
+    for folder in (paths.store, paths.logs, paths.box):
         if folder.is_symlink() or folder.is_file():
             folder.unlink()
         elif folder.exists():
@@ -73,6 +76,7 @@ def build_demo(root: Path, seed: int = DEFAULT_SEED, clock: Clock = SYSTEM_CLOCK
     for run in plan:
         if run.log_name is not None:
             write_log_dir(paths.logs / run.log_name, run)
+    write_trainer_box(paths.box, clock.now())
     return paths
 
 

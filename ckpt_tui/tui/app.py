@@ -1,9 +1,9 @@
-"""The Textual app: holds the client, the clock and the settings; the screens do the rest."""
+"""The Textual app: holds each backend's client, the clock and the settings; the screens do
+the rest."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -12,8 +12,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient
 from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
@@ -27,8 +28,6 @@ DEFAULT_POLL_SECONDS = 30.0
 LOG_CHECK_SECONDS = 2.0
 FRAMEWORK_TWINS = ("Keys", "Quit")
 """Textual's palette entries that ours already cover."""
-ClientOpener = Callable[[], Awaitable[CheckpointClient]]
-"""Opens the app's client: the command line builds it (a local store is served in-process)."""
 
 
 class CkptApp(App[None]):
@@ -44,49 +43,46 @@ class CkptApp(App[None]):
 
     def __init__(
         self,
-        backend: Backend,
+        connections: Sequence[Connection],
         log_settings: LogDirSettings,
         *,
         clock: Clock = SYSTEM_CLOCK,
         poll_interval: float = DEFAULT_POLL_SECONDS,
-        readonly: bool = False,
-        connect: ClientOpener | None = None,
         log_check_interval: float = LOG_CHECK_SECONDS,
-        storage_rate: float | None = None,
     ) -> None:
         super().__init__()
-        self.backend = backend
+        if not connections:
+            raise ValueError("the app needs at least one backend")
+        self.connections = {connection.name: connection for connection in connections}
+        """Each backend's own client, by backend name, in the order given."""
         self.log_settings = log_settings
         self.clock = clock
         self.poll_interval = poll_interval
-        self.readonly = readonly
         self.log_check_interval = log_check_interval
-        self.storage_rate = storage_rate
-        """USD per GiB-month; None: show no costs."""
         self.metrics_cache: dict[str, Metrics] = {}
         self.session_log = SessionLog(file=state_log_file())
-        self._connect = connect
-        self._client: CheckpointClient | None = None
-        self._client_lock = asyncio.Lock()
 
-    async def get_client(self) -> CheckpointClient:
-        """The one client, opened on first use by `connect` (opening a local store can fail:
-        ClientError); without `connect`, a client of the remote backend.
+    @property
+    def backends(self) -> list[Backend]:
+        return [connection.backend for connection in self.connections.values()]
 
-        `connect` opens a local store in a worker thread: a 100,000-checkpoint store takes over
-        a second to open, and the screen must show "Loading…" meanwhile, not freeze.
-        """
-        async with self._client_lock:
-            if self._client is None and self._connect is not None:
-                self._client = await self._connect()
-            elif self._client is None:
-                self._client = CheckpointClient(self.backend, readonly=self.readonly)
-        return self._client
+    @property
+    def readonly(self) -> bool:
+        """Every backend refuses changes (--readonly, or each one's own setting)."""
+        return all(backend.readonly for backend in self.backends)
 
-    def describe_backend(self) -> str:
-        """Where the app talks to and with which credential, as start-up settled it."""
-        client = self._client
-        return client.describe() if client is not None else self.backend.describe()
+    def client(self, backend: str) -> CheckpointClient:
+        """The client of the backend named `backend` (its owner for every change)."""
+        return self.connections[backend].client
+
+    def describe_backend(self, name: str | None = None) -> str:
+        """Where the app talks to: the backend `name`, or every backend."""
+        if name is not None:
+            return self.connections[name].backend.describe()
+        backends = self.backends
+        if len(backends) == 1:
+            return backends[0].describe()
+        return f"{len(backends)} backends: {', '.join(backend.name for backend in backends)}"
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self)
@@ -111,8 +107,9 @@ class CkptApp(App[None]):
             self.exit()
 
     async def on_unmount(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        """Close every client here, on the loop that used them (closing twice is harmless)."""
+        for connection in self.connections.values():
+            await connection.client.aclose()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The palette lists every action of the key bindings, from the same definitions.

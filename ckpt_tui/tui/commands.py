@@ -75,7 +75,14 @@ BROWSE_COMMANDS: tuple[Command, ...] = (
     ),
     Command("cycle_window", "w", "Window", "Change the expiring-soon window", footer=False),
     Command("cycle_metric", "m", "Metric", "Switch the metric column", footer=False),
-    Command("refresh", "r", "Refresh", "Reload runs and checkpoints from the backend"),
+    Command("refresh", "r", "Refresh", "Reload runs and checkpoints from every backend (retries)"),
+    Command(
+        "toggle_fold",
+        "f",
+        "Fold",
+        "Fold or unfold the highlighted backend's runs (or enter on its row)",
+        footer=False,
+    ),
     Command("copy_path", "c", "Copy path", "Copy the highlighted tinker path (OSC 52)"),
 )
 

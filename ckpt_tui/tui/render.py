@@ -21,13 +21,27 @@ RUN_COLUMNS = [
     Column("expiry", "Next expiry", 13),
     Column("missing", "Missing", 7),
 ]
-RUN_DROPS = ("model",)
+RUN_DROPS = ("model", "cost")
 """Run columns dropped, in this order, until the table fits the terminal."""
+COST_COLUMN = Column("cost", "Cost/mo", 14, align="right")
+"""What a run or backend costs per month, and where its rate came from ("billing")."""
 
 
-def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
-    """The checkpoint table's columns; the metric column is titled by its key."""
+def run_columns(with_cost: bool) -> list[Column]:
+    """The runs pane's columns; the cost column when some backend has a storage rate."""
+    if not with_cost:
+        return RUN_COLUMNS
+    at = [column.key for column in RUN_COLUMNS].index("size") + 1
+    return [*RUN_COLUMNS[:at], COST_COLUMN, *RUN_COLUMNS[at:]]
+
+
+def checkpoint_columns(metric: str | None, with_run: bool, backend_width: int = 0) -> list[Column]:
+    """The checkpoint table's columns; the metric column is titled by its key. The backend
+    column (`backend_width` wide: the longest name) shows only when rows of several backends
+    share the table."""
     columns = [Column("name", "Checkpoint", 14, flex=1)]
+    if backend_width:
+        columns.append(Column("backend", "Backend", max(backend_width, len("Backend"))))
     if with_run:
         columns.append(Column("run", "Run", 12, flex=2))
     columns += [
@@ -44,8 +58,9 @@ def checkpoint_columns(metric: str | None, with_run: bool) -> list[Column]:
     return columns
 
 
-CHECKPOINT_DROPS = ("created", "epoch", "public", "metric", "run")
-"""Checkpoint columns dropped, in this order, until the table fits the terminal."""
+CHECKPOINT_DROPS = ("created", "epoch", "public", "metric", "run", "kind")
+"""Checkpoint columns dropped, in this order, until the table fits the terminal (the kind
+goes only when a backend column needs its room)."""
 
 
 WANTS_SAMPLE = 500
@@ -134,6 +149,7 @@ def checkpoint_cells(
     """The cells of one checkpoint row, for the columns named by `keys`."""
     values = {
         "name": Cell(row.name, "bold" if row.final else None),
+        "backend": Cell(row.backend, "accent"),
         "run": Cell(row.run_name),
         "kind": Cell(row.kind),
         "step": Cell("" if row.step is None else str(row.step)),

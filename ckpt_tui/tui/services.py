@@ -7,26 +7,34 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient
 from ckpt_tui.clock import Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.session_log import SessionLog
 
 
 class Services(Protocol):
-    """The backend connection, the clock, the settings and the session's shared state."""
+    """Each backend's connection, the clock, the settings and the session's shared state."""
 
-    backend: Backend
+    connections: dict[str, Connection]
+    """Each backend's own client, by backend name, in the order given."""
     log_settings: LogDirSettings
     clock: Clock
     poll_interval: float
     log_check_interval: float
-    readonly: bool
-    storage_rate: float | None
     metrics_cache: dict[str, Metrics]
     session_log: SessionLog
 
-    async def get_client(self) -> CheckpointClient: ...
+    @property
+    def backends(self) -> list[Backend]: ...
 
-    def describe_backend(self) -> str: ...
+    @property
+    def readonly(self) -> bool:
+        """Every backend refuses changes."""
+        ...
+
+    def client(self, backend: str) -> CheckpointClient: ...
+
+    def describe_backend(self, name: str | None = None) -> str: ...

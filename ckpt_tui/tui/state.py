@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Literal
 
-from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import (
     EXPIRING_WINDOWS,
     SORT_KEYS,
@@ -27,6 +27,7 @@ from ckpt_tui.catalog.query import (
 )
 from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.sizes import format_total, total
+from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, run_key
 
 RunSortKey = Literal["size", "newest", "expiry", "name"]
 RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")
@@ -97,7 +98,8 @@ class BrowseState:
     run_sort: RunSort = field(default_factory=RunSort)
     metric: str | None = None
     window_index: int = 0
-    run_id: str | None = None
+    run_key: RunKey | None = None
+    """The run the runs pane highlights: (backend, run id)."""
 
     @property
     def window(self) -> timedelta:
@@ -128,7 +130,7 @@ class BrowseState:
 
 
 def visible_runs(
-    catalog: Catalog, state: BrowseState, cache: SortedRows | None = None
+    catalog: FleetCatalog, state: BrowseState, cache: SortedRows | None = None
 ) -> list[RunSummary]:
     """Runs with at least one row the filter keeps (all runs when there is no filter), in the
     runs pane's order."""
@@ -136,11 +138,34 @@ def visible_runs(
         return sort_runs(catalog.runs, state.run_sort)
     needle = state.filter_text.strip().lower()
     rows = (cache or SortedRows()).index_of_all(catalog).filter(needle)
-    matching = set(map(attrgetter("run_id"), rows))
+    matching = set(map(attrgetter("backend", "run_id"), rows))
     kept = [
-        run for run in catalog.runs if run.run_id in matching or needle in run.display_name.lower()
+        run
+        for run in catalog.runs
+        if run_key(run) in matching or needle in run_haystack(run, catalog.several)
     ]
     return sort_runs(kept, state.run_sort)
+
+
+def run_haystack(run: RunSummary, with_backend: bool) -> str:
+    """What a filter matches a run by: its name, and its backend's when several are open."""
+    name = run.display_name.lower()
+    return f"{run.backend.lower()}\x00{name}" if with_backend else name
+
+
+def backend_haystack(row: CheckpointRow) -> str:
+    """A row's search text with its backend's name in front (`/box1` finds box1's rows); the
+    NUL keeps a query from matching across the two."""
+    return f"{row.backend.lower()}\x00{row.haystack}"
+
+
+def rows_index(
+    catalog: FleetCatalog, rows: Sequence[CheckpointRow]
+) -> SubstringIndex[CheckpointRow]:
+    """An index for filtering `rows`; across several backends it matches backend names too."""
+    if catalog.several:
+        return SubstringIndex(rows, backend_haystack, lowercased=True)
+    return search_index(rows)
 
 
 Orders = dict[tuple[object, ...], SubstringIndex[CheckpointRow]]
@@ -159,47 +184,51 @@ class SortedRows:
         # warming thread can never file an old catalog's order under a new one. Cycling the
         # sort key or flipping it back then costs nothing (a 100,000-row sort is 10-40 ms of a
         # 50 ms key press).
-        self._current: tuple[Catalog | None, Orders] = (None, {})
+        self._current: tuple[FleetCatalog | None, Orders] = (None, {})
 
     @staticmethod
-    def key_of(catalog: Catalog, state: BrowseState) -> tuple[object, ...]:
+    def key_of(catalog: FleetCatalog, state: BrowseState) -> tuple[object, ...]:
         sort = current_sort(catalog, state)
-        return (state.view, state.run_id if state.view == "runs" else None, sort)
+        return (state.view, state.run_key if state.view == "runs" else None, sort)
 
     @staticmethod
-    def compute(catalog: Catalog, state: BrowseState) -> list[CheckpointRow]:
+    def compute(catalog: FleetCatalog, state: BrowseState) -> list[CheckpointRow]:
         if state.view == "runs":
-            run = catalog.run(state.run_id) if state.run_id else None
-            rows = run.rows if run else []
+            key = state.run_key
+            run = catalog.run(key)
+            if run is None and key is not None and key[1] == "":  # a backend's own row
+                rows = [row for row in catalog.rows if row.backend == key[0]]
+            else:
+                rows = run.rows if run else []
         else:
             rows = catalog.rows
         return rows if state.view == "expiring" else sort_rows(rows, current_sort(catalog, state))
 
-    def orders(self, catalog: Catalog) -> Orders:
+    def orders(self, catalog: FleetCatalog) -> Orders:
         """The orders kept for `catalog`, starting afresh when it is new (UI thread only)."""
         current = self._current
         if current[0] is not catalog:
             current = self._current = (catalog, {})
         return current[1]
 
-    def index(self, catalog: Catalog, state: BrowseState) -> SubstringIndex[CheckpointRow]:
+    def index(self, catalog: FleetCatalog, state: BrowseState) -> SubstringIndex[CheckpointRow]:
         """The current view's rows in order, ready to filter."""
         orders = self.orders(catalog)
         key = self.key_of(catalog, state)
         found = orders.get(key)
         if found is None:
-            found = orders[key] = search_index(self.compute(catalog, state))
+            found = orders[key] = rows_index(catalog, self.compute(catalog, state))
         return found
 
-    def index_of_all(self, catalog: Catalog) -> SubstringIndex[CheckpointRow]:
+    def index_of_all(self, catalog: FleetCatalog) -> SubstringIndex[CheckpointRow]:
         """Every row in catalog order (for which runs a filter keeps)."""
         orders = self.orders(catalog)
         found = orders.get(ALL_ROWS)
         if found is None:
-            found = orders[ALL_ROWS] = search_index(catalog.rows)
+            found = orders[ALL_ROWS] = rows_index(catalog, catalog.rows)
         return found
 
-    def warm(self, catalog: Catalog, state: BrowseState) -> None:
+    def warm(self, catalog: FleetCatalog, state: BrowseState) -> None:
         """Sort the all-checkpoints view by every key, both ways, ahead of the key presses.
 
         Meant for a worker thread: it only adds to `catalog`'s orders while that catalog is
@@ -210,7 +239,7 @@ class SortedRows:
             return
         found = orders.get(ALL_ROWS)
         if found is None:
-            found = orders.setdefault(ALL_ROWS, search_index(catalog.rows))
+            found = orders.setdefault(ALL_ROWS, rows_index(catalog, catalog.rows))
         found.haystacks()
         for key in SORT_KEYS:
             for reverse in (False, True):
@@ -220,7 +249,7 @@ class SortedRows:
                 if current is not catalog:
                     return
                 if cache_key not in orders:
-                    orders.setdefault(cache_key, search_index(self.compute(catalog, probe)))
+                    orders.setdefault(cache_key, rows_index(catalog, self.compute(catalog, probe)))
                 orders[cache_key].haystacks()
 
 
@@ -228,7 +257,7 @@ ALL_ROWS = ("catalog order",)
 
 
 def visible_rows(
-    catalog: Catalog, state: BrowseState, now: datetime, cache: SortedRows | None = None
+    catalog: FleetCatalog, state: BrowseState, now: datetime, cache: SortedRows | None = None
 ) -> list[CheckpointRow]:
     """The checkpoint table's rows for the current view, filtered and ordered."""
     rows = (cache or SortedRows()).index(catalog, state).filter(state.filter_text)
@@ -238,7 +267,7 @@ def visible_rows(
 
 
 def counts_text(
-    catalog: Catalog,
+    catalog: FleetCatalog,
     state: BrowseState,
     now: datetime,
     cache: SortedRows,
@@ -257,7 +286,7 @@ def counts_text(
     return " · ".join(parts)
 
 
-def metric_choices(catalog: Catalog) -> list[str]:
+def metric_choices(catalog: FleetCatalog) -> list[str]:
     """Every metric key, most common first-choice keys first."""
     firsts = Counter(run.metric_keys[0] for run in catalog.runs if run.metric_keys)
     ordered = [key for key, _ in firsts.most_common()]
@@ -266,25 +295,25 @@ def metric_choices(catalog: Catalog) -> list[str]:
     return ordered
 
 
-def current_metric(catalog: Catalog, state: BrowseState) -> str | None:
+def current_metric(catalog: FleetCatalog, state: BrowseState) -> str | None:
     """The metric column's key: the user's choice, else the run's (or catalog's) first."""
     if state.metric is not None:
         return state.metric
-    if state.view == "runs" and state.run_id:
-        run = catalog.run(state.run_id)
+    if state.view == "runs" and state.run_key:
+        run = catalog.run(state.run_key)
         if run and run.metric_keys:
             return run.metric_keys[0]
     choices = metric_choices(catalog)
     return choices[0] if choices else None
 
 
-def current_sort(catalog: Catalog, state: BrowseState) -> Sort:
+def current_sort(catalog: FleetCatalog, state: BrowseState) -> Sort:
     if state.sort.key != "metric":
         return state.sort
     return Sort("metric", state.sort.reverse, current_metric(catalog, state))
 
 
-def next_metric(catalog: Catalog, state: BrowseState) -> str | None:
+def next_metric(catalog: FleetCatalog, state: BrowseState) -> str | None:
     choices = metric_choices(catalog)
     if not choices:
         return None

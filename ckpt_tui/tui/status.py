@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Set
+from collections.abc import Collection, Hashable, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 
 from rich.text import Text
 
-from ckpt_tui.catalog import Catalog, stored_only
-from ckpt_tui.cost import format_cost, monthly_cost
+from ckpt_tui.backends import BackendState, Fleet, Totals
+from ckpt_tui.catalog import CheckpointRow, stored_only
+from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
 from ckpt_tui.ttl import describe_expiry
+from ckpt_tui.tui.fleet_view import FleetCatalog
 
 
 def with_cost(size: SizeTotal, rate: float | None) -> str:
@@ -22,7 +24,7 @@ def with_cost(size: SizeTotal, rate: float | None) -> str:
 
 def header_text(
     backend: str,
-    catalog: Catalog | None,
+    catalog: FleetCatalog | None,
     now: datetime,
     rate: float | None = None,
     width: int | None = None,
@@ -50,7 +52,7 @@ def header_text(
     return header_line([], "…" + short[-keep:] if keep > 0 else "", readonly)
 
 
-def total_parts(catalog: Catalog, now: datetime, rate: float | None) -> list[str]:
+def total_parts(catalog: FleetCatalog, now: datetime, rate: float | None) -> list[str]:
     soonest = catalog.soonest_expiry  # cached per catalog: this runs on every key press
     return [
         f"{len(catalog.runs):,} runs",
@@ -72,16 +74,97 @@ def header_line(parts: list[str], backend: str, readonly: bool = False) -> Text:
     return text
 
 
-def marked_text(catalog: Catalog | None, marks: Set[Hashable], rate: float | None) -> str:
-    """'3 marked · 12.0 GiB', with the monthly cost at a storage `rate`."""
+def fleet_header(
+    fleet: Fleet, now: datetime, width: int, fetching: Collection[str], readonly: bool = False
+) -> Text:
+    """'ckpt-tui  12 runs · 470 checkpoints · 146.2 GiB ($14.62/mo) · next expiry in 2 hours  │
+    tinker ✓ 120 ms · box1 ✓ 3 ms · box2 ✗ unreachable': totals for all backends, then each
+    backend's reachability and latency. When narrow, the totals give way first (from the
+    end), then each backend shows its short form ('box1 ✓'), then only the names."""
+    parts = fleet_total_parts(fleet.total(), now) if fleet.snapshots() else []
+    states = fleet.states
+    forms = [[badge(state, state.name in fetching, form) for state in states] for form in (0, 1, 2)]
+    tries = [(forms[0], n) for n in range(len(parts), -1, -1)]
+    tries += [(form, 0) for form in forms[1:]]
+    for badges, count in tries:
+        line = header_line(parts[:count], " · ".join(badges), readonly)
+        if line.cell_len <= width:
+            return line
+    return header_line([], " ".join(forms[2]), readonly)
+
+
+def fleet_total_parts(totals: Totals, now: datetime) -> list[str]:
+    soonest = totals.soonest_expiry
+    size = format_total(totals.size)
+    if totals.cost is not None:
+        size += f" ({format_cost(totals.cost)})"
+    return [
+        f"{totals.runs:,} runs",
+        f"{totals.checkpoints:,} checkpoints",
+        size,
+        f"next expiry {describe_expiry(soonest, now)}" if soonest else "nothing expires",
+    ]
+
+
+def badge(state: BackendState, loading: bool, form: int) -> str:
+    """One backend in the header: form 0 'box1 ✓ 3 ms' (or '✗ unreachable', '… loading'),
+    form 1 'box1 ✓', form 2 'box1'."""
+    name = state.name + (" ro" if state.backend.readonly and form == 0 else "")
+    if state.error is not None:
+        return f"{name} ✗" + (" unreachable" if form == 0 else "")
+    if state.snapshot is None or (loading and not state.complete):
+        return name if form == 2 else f"{name} …" + (" loading" if form == 0 else "")
+    if form == 2:
+        return name
+    mark = "✓" if state.complete else "!"
+    if form == 1 or state.latency is None:
+        return f"{name} {mark}"
+    return f"{name} {mark} {format_latency(state.latency)}"
+
+
+def format_latency(seconds: float) -> str:
+    """'<1 ms', '3 ms', '120 ms', '1.2 s'."""
+    if seconds < 0.0005:
+        return "<1 ms"
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    return f"{seconds:.1f} s"
+
+
+def rows_cost(rows: Sequence[CheckpointRow], fleet: Fleet) -> MonthlyCost | None:
+    """What `rows` cost per month, each at its own backend's rate ("at least" when one of
+    their backends has no rate); None when none has one."""
+    rates = {state.name: state.rate for state in fleet.states}
+    by_backend: dict[str, list[CheckpointRow]] = {}
+    for row in rows:
+        by_backend.setdefault(row.backend, []).append(row)
+    costs, unpriced = [], False
+    for name, group in by_backend.items():
+        rate = rates.get(name)
+        if rate is None:
+            unpriced = True
+        else:
+            costs.append(monthly_cost(total(row.size for row in group), rate))
+    if not costs:
+        return None
+    return MonthlyCost(
+        sum(cost.usd for cost in costs),
+        at_least=unpriced or any(cost.at_least for cost in costs),
+        estimated=any(cost.estimated for cost in costs),
+    )
+
+
+def marked_text(catalog: FleetCatalog | None, marks: Set[Hashable], fleet: Fleet) -> str:
+    """'3 marked · 12.0 GiB', with the monthly cost at each backend's storage rate."""
     if not marks or catalog is None:
         return ""
-    marked = [catalog.row_by_path[key] for key in marks if key in catalog.row_by_path]
+    marked = [row for row in map(catalog.row, marks) if row is not None]
     rows = stored_only(marked)
     size = total(row.size for row in rows)
     text = f"{len(rows):,} marked · {format_total(size)}"
-    if rate is not None:
-        text += f" · {format_cost(monthly_cost(size, rate))}"
+    cost = rows_cost(rows, fleet)
+    if cost is not None:
+        text += f" · {format_cost(cost)}"
     skipped = len(marked) - len(rows)
     return text + (f" (+{skipped} not stored, skipped)" if skipped else "")
 
@@ -102,8 +185,10 @@ class StatusFacts:
     """Why no training logs are shown, when runs are listed but none of their logs was found."""
     dropped_marks: str = ""
     new_above: int = 0
-    incomplete: bool = False
-    error: str | None = None
+    incomplete: str = ""
+    """Which backends' lists are not whole: '' when all are, 'the list' with one backend."""
+    errors: tuple[tuple[str, str], ...] = ()
+    """Each failed backend's name and error; with one backend open, its name is ''."""
 
 
 def loading_text(facts: StatusFacts) -> str:
@@ -128,7 +213,7 @@ def status_text(facts: StatusFacts) -> Text:
         loading_text(facts),
         facts.bulk_progress,
         facts.marked,
-        "" if facts.error else facts.no_log_dirs,
+        "" if facts.errors else facts.no_log_dirs,
         facts.dropped_marks,
         new_above,
     ]
@@ -136,9 +221,13 @@ def status_text(facts: StatusFacts) -> Text:
         text.append("  │  ")
         text.append(extra, style="bold")
     if facts.incomplete and not facts.fetching:
+        where = "" if facts.incomplete == "the list" else f" ({facts.incomplete})"
         text.append("  │  ")
-        text.append("Incomplete list: some checkpoints may not be shown", style="bold yellow")
-    if facts.error:
+        text.append(
+            f"Incomplete list{where}: some checkpoints may not be shown", style="bold yellow"
+        )
+    for name, error in facts.errors:
         text.append("  │  ")
-        text.append(f"Backend error (r retries): {facts.error}", style="bold red")
+        where = f"{name} failed" if name else "Backend error"
+        text.append(f"{where} (r retries): {error}", style="bold red")
     return text

@@ -7,27 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.tui.app import CkptApp
-from tests.support.live_server import bind_loopback_socket
-from tests.support.tui import screen_of, screen_text, settle
+from tests.support.tui import app_on, backend_error, connection, screen_text, settle
 
 MALFORMED = "is not a server URL"
 REFUSED = "connection refused"
 NO_KEY = "needs an API key"
 WRONG_KEY = "was refused by"
 MESSAGES = (MALFORMED, REFUSED, NO_KEY, WRONG_KEY)
-
-
-@pytest.fixture
-def refused_url() -> str:
-    sock = bind_loopback_socket()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()  # nothing listens there any more
-    return url
 
 
 @pytest.fixture(autouse=True)
@@ -75,17 +64,16 @@ def test_a_malformed_url_is_refused_before_the_app_opens(
 async def test_the_tui_names_each_failure(
     keyed_url: str, refused_url: str, clock: FixedClock, tmp_path: Path
 ) -> None:
+    """(A malformed URL never reaches the app: the command line refuses it, above.)"""
     backends = [
-        (Backend.remote("not-a-url"), MALFORMED),
         (Backend.remote(refused_url), REFUSED),
         (Backend.remote(keyed_url), NO_KEY),
         (Backend.remote(keyed_url, "tml-wrong", "--api-key flag"), WRONG_KEY),
     ]
-    settings = LogDirSettings((), runs_root=None)
     for backend, expected in backends:
-        app = CkptApp(backend, settings, clock=clock, poll_interval=0.0)
+        app = app_on([connection(backend)], None, clock)
         async with app.run_test(size=(200, 30)) as pilot:
             await settle(pilot)
-            error = screen_of(app).error or ""
+            error = backend_error(app) or ""
             only_its_own(error, expected)
             assert expected in screen_text(app)

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
 from tests.support import layouts as L
 from tests.support.clock import T0
-from tests.support.tui import screen_text, settle, shown
+from tests.support.tui import app_on, connection, screen_text, settle, shown
 
 LONG_AGO = T0 - timedelta(days=1)
 """Before the tests' fixed clock: the saves are complete."""
@@ -30,10 +27,7 @@ def tree(root: Path) -> list[str]:
 
 
 def local_app(root: Path, clock: FixedClock) -> CkptApp:
-    settings = LogDirSettings((), runs_root=None)
-    backend = Backend.local(root)
-    connect = partial(open_client, backend)
-    return CkptApp(backend, settings, clock=clock, poll_interval=0.0, connect=connect)
+    return app_on([connection(Backend.local(root))], None, clock)
 
 
 @pytest.fixture(autouse=True)

@@ -12,14 +12,13 @@ import httpx
 import pytest
 from textual.widgets import Static
 
-from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main
 from ckpt_tui.client import Backend
+from ckpt_tui.clock import SYSTEM_CLOCK
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
-from ckpt_tui.tui.app import CkptApp
 from tests.support.live_server import run_server
-from tests.support.tui import settle
+from tests.support.tui import app_on, connection, settle
 
 PROJECTS = {"a1": "alpha", "a2": "alpha", "d1": None}
 
@@ -86,9 +85,8 @@ def test_an_empty_project_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
 
 
 async def test_the_tui_names_the_project_in_its_header(projects_url: str, tmp_path: Path) -> None:
-    settings = LogDirSettings((), runs_root=None)
     backend = Backend.remote(projects_url, project="alpha")
-    app = CkptApp(backend, settings, poll_interval=0.0)
+    app = app_on([connection(backend)], None, SYSTEM_CLOCK)
     async with app.run_test(size=(160, 36)) as pilot:
         await settle(pilot)
         header = str(app.screen.query_one("#header-line", Static).content)

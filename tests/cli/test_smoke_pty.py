@@ -122,8 +122,8 @@ def read_until(fd: int, process: subprocess.Popen[bytes], words: tuple[str, ...]
 @pytest.mark.parametrize(
     ("columns", "lines", "words"),
     [
-        (80, 24, ("local store", "checkpoints", "TTL", "Delete", "Keep policy")),
-        (40, 12, ("local store", "terminal too small (need 60x16)")),
+        (80, 24, ("tinker-demo", "gpu-box", "checkpoints", "TTL", "Delete", "Keep policy")),
+        (40, 12, ("tinker-demo", "gpu-box", "terminal too small (need 60x16)")),
     ],
 )
 def test_small_terminals_keep_the_backend_and_say_what_they_lack(

@@ -20,7 +20,7 @@ from ckpt_tui.client import (
 )
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
-from tests.support.live_server import bind_loopback_socket, run_server
+from tests.support.live_server import run_server
 
 LIST = "/api/v1/checkpoints"
 
@@ -125,10 +125,8 @@ async def test_read_timeout_raises_timeout(faulty: FaultyApp, faulty_url: str) -
     assert faulty.count("GET") == 1
 
 
-async def test_connection_refused_names_the_url() -> None:
-    sock = bind_loopback_socket()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()  # nothing listens there any more
+async def test_connection_refused_names_the_url(refused_url: str) -> None:
+    url = refused_url
     sleeps = RecordedSleeps()
     async with CheckpointClient(Backend.remote(url), retry=RetryPolicy(sleep=sleeps)) as client:
         with pytest.raises(ConnectionFailed) as caught:

@@ -167,7 +167,8 @@ async def test_the_app_says_incomplete_marks_nothing_missing_and_refuses_a_keep_
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         screen = screen_of(app)
-        assert screen.snapshot is not None and not screen.snapshot.complete
+        snapshot = screen.fleet.states[0].snapshot
+        assert snapshot is not None and not snapshot.complete
         catalog = screen.catalog
         assert catalog is not None
         assert not any(row.is_missing for row in catalog.rows)

@@ -10,21 +10,17 @@ from __future__ import annotations
 import json
 import shutil
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
-from ckpt_tui.tui.app import CkptApp
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
-from tests.support.tui import screen_text, settle, shown
+from tests.support.tui import app_on, connection, screen_text, settle, shown
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trainer_box"
 LLAMA = "llama (LlamaForCausalLM)"
@@ -94,10 +90,7 @@ def test_keep_policies_protect_the_best_by_default(
 
 
 async def test_the_tui_flags_best_and_the_delete_dialog_warns(box: Path, clock: FixedClock) -> None:
-    settings = LogDirSettings((), runs_root=None)
-    backend = Backend.local(box)
-    connect = partial(open_client, backend)
-    app = CkptApp(backend, settings, clock=clock, poll_interval=0.0, connect=connect)
+    app = app_on([connection(Backend.local(box))], None, clock)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         await pilot.press("2", "slash", *"checkpoint-5", "enter")

@@ -20,6 +20,8 @@ from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 BACKEND = "local store /data/ckpts"
+WHERE = f"on {BACKEND}"
+"""What a confirming dialog says it acts on (one backend)."""
 """The backend a dialog names (dialogs show it as given)."""
 RUN = "run-a"
 GiB = 1024**3

@@ -51,5 +51,7 @@ def policy_runs() -> list[RunSummary]:
 def dialog_app(rate: float | None = None, *, widen: bool = True) -> DialogApp[PolicyOutcome | None]:
     runs = policy_runs()
     return DialogApp(
-        lambda: KeepPolicyScreen(runs[:1], "run-a", NOW, rate, all_runs=runs if widen else None)
+        lambda: KeepPolicyScreen(
+            runs[:1], "run-a", NOW, {"": rate}, all_runs=runs if widen else None
+        )
     )

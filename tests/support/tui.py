@@ -5,63 +5,111 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import cast
 
 import httpx
 from starlette.types import ASGIApp
 from textual.pilot import Pilot
 
+from ckpt_tui.backends import Backend as BackendDescriptor
+from ckpt_tui.backends import Connection
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
+from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import Backend, CheckpointClient
-from ckpt_tui.clock import FixedClock
+from ckpt_tui.clock import Clock, FixedClock
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.fleet_view import row_key
+from ckpt_tui.tui.groups import RunsEntry
 from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.widgets import FastTable
 
 
-def make_app(url: str, logs: Path, clock: FixedClock, **options: object) -> CkptApp:
-    """The app on a server URL and a log folder, with no polling unless asked."""
-    settings = LogDirSettings((logs,), runs_root=None)
+def connection(
+    where: str | Backend,
+    name: str = "demo",
+    *,
+    readonly: bool = False,
+    storage_rate: float | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Connection:
+    """A named backend and its own client: a server URL, or a client Backend (e.g. local)."""
+    backend = Backend.remote(where) if isinstance(where, str) else where
+    if backend.local_store is not None:
+        kind, location = "local", str(backend.local_store)
+    else:
+        kind, location = "url", backend.base_url
+    descriptor = BackendDescriptor(name, kind, location, readonly, storage_rate)  # type: ignore[arg-type]
+    if transport is None:  # a local store is opened here, as the command line does
+        client = client_for(backend, readonly=readonly)
+    else:
+        client = CheckpointClient(backend, transport=transport, readonly=readonly)
+    return Connection(descriptor, client)
+
+
+def app_on(
+    connections: list[Connection], logs: Path | None, clock: Clock, **options: object
+) -> CkptApp:
+    """The app on some backends and a log folder, with no polling unless asked."""
+    settings = LogDirSettings((logs,) if logs else (), runs_root=None)
     options.setdefault("poll_interval", 0.0)
-    return CkptApp(Backend.remote(url), settings, clock=clock, **options)  # type: ignore[arg-type]
+    return CkptApp(connections, settings, clock=clock, **options)  # type: ignore[arg-type]
+
+
+def make_app(
+    url: str,
+    logs: Path,
+    clock: FixedClock,
+    *,
+    readonly: bool = False,
+    storage_rate: float | None = None,
+    **options: object,
+) -> CkptApp:
+    """The app on a server URL and a log folder, with no polling unless asked."""
+    only = connection(url, readonly=readonly, storage_rate=storage_rate)
+    return app_on([only], logs, clock, **options)
 
 
 PICTURE_TIME = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 """The fixed "now" of screenshots and snapshot tests."""
 PICTURE_URL = "http://demo.ckpt-tui.test"
 """The backend URL pictures show: requests never leave the process (an ASGI transport)."""
+PICTURE_BOX_URL = "http://gpu-box.ckpt-tui.test"
+"""The demo's training box, as pictures show it (served in-process too)."""
 
 
 @contextmanager
 def pictured_demo(
-    root: Path, wrap: Callable[[ASGIApp], ASGIApp] | None = None, seed: int = DEFAULT_SEED
+    root: Path,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    seed: int = DEFAULT_SEED,
+    *,
+    with_box: bool = False,
 ) -> Iterator[CkptApp]:
     """The app on the demo with nothing that varies between runs: no temp path, port or "now".
 
     The demo is built under `root` at PICTURE_TIME and served by the real server app
-    in-process; `wrap` may put e.g. a FaultyApp in front of it.
+    in-process; `wrap` may put e.g. a FaultyApp in front of it. `with_box`: the demo's second
+    backend too, its training box (`gpu-box`), as `ckpt-tui demo` opens both.
     """
     clock = FixedClock(PICTURE_TIME)
     paths = build_demo(root, seed, clock)
-    store = Store.open(paths.store, clock)
-    try:
+    with ExitStack() as stack:
+        store = stack.enter_context(Store.open(paths.store, clock))
         server: ASGIApp = create_app(store, sweep_interval=None)
         transport = httpx.ASGITransport(app=wrap(server) if wrap else server)
-        settings = LogDirSettings((paths.logs,), runs_root=None)
-        backend = Backend.remote(PICTURE_URL)
-
-        async def connect() -> CheckpointClient:
-            return CheckpointClient(backend, transport=transport)
-
-        yield CkptApp(backend, settings, clock=clock, poll_interval=0.0, connect=connect)
-    finally:
-        store.close()
+        connections = [connection(PICTURE_URL, "tinker-demo", transport=transport)]
+        if with_box:  # browsing a folder of Trainer saves writes nothing into it
+            box = stack.enter_context(Store.open(paths.box, clock, create=False, lazy=True))
+            served = httpx.ASGITransport(app=create_app(box, sweep_interval=None))
+            connections.append(connection(PICTURE_BOX_URL, "gpu-box", transport=served))
+        yield app_on(connections, paths.logs, clock)
 
 
 async def settle(pilot: Pilot[None]) -> None:
@@ -86,6 +134,12 @@ def screen_of(app: CkptApp) -> MainScreen:
     return screen
 
 
+def backend_error(app: CkptApp, backend: str | None = None) -> str | None:
+    """What the backend (the first one unless named) failed with, if its last load failed."""
+    fleet = screen_of(app).fleet
+    return (fleet.state(backend) if backend else fleet.states[0]).error
+
+
 def sort_key(app: CkptApp) -> str:
     return screen_of(app).state.sort.key
 
@@ -95,6 +149,13 @@ def checkpoints(app: CkptApp) -> FastTable[CheckpointRow]:
 
 
 def runs(app: CkptApp) -> FastTable[RunSummary]:
+    """The runs pane of an app on one backend: only runs (no backend rows)."""
+    assert len(app.connections) == 1, "with several backends, use runs_pane()"
+    return cast("FastTable[RunSummary]", screen_of(app).runs_table)
+
+
+def runs_pane(app: CkptApp) -> FastTable[RunsEntry]:
+    """The runs pane: with several backends, a row per backend above its runs."""
     return screen_of(app).runs_table
 
 
@@ -112,7 +173,7 @@ async def highlight(pilot: Pilot[None], app: CkptApp, wanted: CheckpointRow) -> 
     """Show every checkpoint and move the cursor onto `wanted`."""
     await pilot.press("2")
     await settle(pilot)
-    assert checkpoints(app).move_cursor_to_key(wanted.tinker_path)
+    assert checkpoints(app).move_cursor_to_key(row_key(wanted))
     await pilot.pause()
 
 

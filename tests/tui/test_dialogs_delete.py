@@ -11,8 +11,8 @@ from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import Size
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from tests.support.dialogs import (
-    BACKEND,
     NOW,
+    WHERE,
     DialogApp,
     GiB,
     changed,
@@ -37,7 +37,7 @@ def risky_rows() -> list[CheckpointRow]:
 
 
 def delete_app(rows: list[CheckpointRow], hidden: int = 0) -> DialogApp[DeleteChoice]:
-    return DialogApp(lambda: DeleteDialog(rows, hidden, NOW, BACKEND))
+    return DialogApp(lambda: DeleteDialog(rows, hidden, NOW, WHERE))
 
 
 @pytest.mark.parametrize("key", ["enter", "escape", "n"])

@@ -64,9 +64,9 @@ def test_metric_choices_list_losses_first() -> None:
 def test_summaries_count_free_and_price() -> None:
     the_plan = plan(policy_runs()[0].rows, KeepPolicy(keep_last=2), NOW)
     run = the_plan.runs[0]
-    assert run_summary(run, None) == "delete 8 of 12 · frees 5.0 GiB"
-    assert run_summary(run, 0.1) == "delete 8 of 12 · frees 5.0 GiB · saves $0.50/mo"
-    assert total_summary(the_plan, None) == (
+    assert run_summary(run, {"": None}) == "delete 8 of 12 · frees 5.0 GiB"
+    assert run_summary(run, {"": 0.1}) == "delete 8 of 12 · frees 5.0 GiB · saves $0.50/mo"
+    assert total_summary(the_plan, {"": None}) == (
         "Total: delete 8 of 12 in 1 run · frees 5.0 GiB · keeps 4 (2.5 GiB)"
     )
 

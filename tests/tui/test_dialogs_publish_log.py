@@ -10,6 +10,7 @@ from ckpt_tui.tui.session_log import SessionLog
 from tests.support.dialogs import (
     BACKEND,
     NOW,
+    WHERE,
     DialogApp,
     public_and_private,
     sample_log,
@@ -18,7 +19,7 @@ from tests.support.dialogs import (
 
 
 def publish_app(public: int = 3, private: int = 5) -> DialogApp[PublishChoice | None]:
-    return DialogApp(lambda: PublishDialog(public_and_private(public, private), BACKEND, NOW))
+    return DialogApp(lambda: PublishDialog(public_and_private(public, private), WHERE, NOW))
 
 
 @pytest.mark.parametrize(

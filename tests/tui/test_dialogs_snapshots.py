@@ -8,8 +8,8 @@ from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.dialogs import (
-    BACKEND,
     NOW,
+    WHERE,
     DialogApp,
     ckpt,
     flagged,
@@ -38,39 +38,39 @@ def risky_rows() -> list[CheckpointRow]:
 
 
 def test_ttl_with_preview(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: TtlDialog([*mixed_rows(), *many_rows(9)], NOW, BACKEND))
+    app = DialogApp(lambda: TtlDialog([*mixed_rows(), *many_rows(9)], NOW, WHERE))
     assert snap_compare(app, run_before=pressing("2"), terminal_size=(120, 36))
 
 
 def test_ttl_refusing_a_typed_value_small(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: TtlDialog(mixed_rows(), NOW, BACKEND))
+    app = DialogApp(lambda: TtlDialog(mixed_rows(), NOW, WHERE))
     assert snap_compare(app, run_before=pressing("tab", *"5m"), terminal_size=(80, 24))
 
 
 def test_ttl_many_rows_small(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: TtlDialog(many_rows(12), NOW, BACKEND))
+    app = DialogApp(lambda: TtlDialog(many_rows(12), NOW, WHERE))
     assert snap_compare(app, terminal_size=(80, 24))
 
 
 def test_delete_small_safe_set(snap_compare: SnapCompare) -> None:
     app = DialogApp(
-        lambda: DeleteDialog(rows_of(ckpt("000100", 5), ckpt("000200", 48)), 0, NOW, BACKEND)
+        lambda: DeleteDialog(rows_of(ckpt("000100", 5), ckpt("000200", 48)), 0, NOW, WHERE)
     )
     assert snap_compare(app, terminal_size=(80, 24))
 
 
 def test_delete_with_warnings_and_typed_word(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW, BACKEND))
+    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW, WHERE))
     assert snap_compare(app, terminal_size=(120, 36))
 
 
 def test_delete_typed_word_after_y_small(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW, BACKEND))
+    app = DialogApp(lambda: DeleteDialog([*risky_rows(), *many_rows(9)], 3, NOW, WHERE))
     assert snap_compare(app, run_before=pressing(*"dele"), terminal_size=(80, 24))
 
 
 def test_publish(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: PublishDialog(public_and_private(3, 5), BACKEND, NOW))
+    app = DialogApp(lambda: PublishDialog(public_and_private(3, 5), WHERE, NOW))
     assert snap_compare(app, terminal_size=(80, 24))
 
 

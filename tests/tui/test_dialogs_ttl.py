@@ -10,8 +10,8 @@ from textual.widgets import Button
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
 from tests.support.dialogs import (
-    BACKEND,
     NOW,
+    WHERE,
     DialogApp,
     ckpt,
     many_rows,
@@ -21,10 +21,11 @@ from tests.support.dialogs import (
 
 DAY = 86400
 PAST, FUTURE, NEVER = (
-    "tinker://run-a/weights/past",
-    "tinker://run-a/weights/future",
-    ("tinker://run-a/weights/never"),
+    ("", "tinker://run-a/weights/past"),
+    ("", "tinker://run-a/weights/future"),
+    ("", "tinker://run-a/weights/never"),
 )
+"""Row keys: (backend, tinker path); these rows belong to the one, unnamed backend."""
 
 
 def three_rows() -> list[CheckpointRow]:
@@ -34,7 +35,7 @@ def three_rows() -> list[CheckpointRow]:
 
 def ttl_app(rows: list[CheckpointRow] | None = None) -> DialogApp[TtlPlan | None]:
     chosen = three_rows() if rows is None else rows
-    return DialogApp(lambda: TtlDialog(chosen, NOW, BACKEND))
+    return DialogApp(lambda: TtlDialog(chosen, NOW, WHERE))
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def ttl_app(rows: list[CheckpointRow] | None = None) -> DialogApp[TtlPlan | None
     ],
 )
 async def test_each_preset_key_then_enter_returns_its_plan(
-    key: str, expected: dict[str, int | None]
+    key: str, expected: dict[tuple[str, str], int | None]
 ) -> None:
     app = ttl_app()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -188,7 +188,7 @@ async def test_an_hf_checkpoint_keeps_its_id_and_mark_while_optimizer_lands(live
         await refresh(pilot)
         live.clock.advance(SETTLE)
         await refresh(pilot)
-        assert checkpoints(app).marks == {path}
+        assert checkpoints(app).marks == {("demo", path)}
         assert not row_of(app, path).incomplete and row_of(app, path).resume_point
         await set_ttl_week(pilot)
     assert live.expires(path) == live.clock.now() + WEEK

@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 from ckpt_tui.api_types import TrainingRun
-from ckpt_tui.catalog import Catalog, build_catalog
+from ckpt_tui.backends import Backend, BackendState, Fleet
+from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.snapshot import Snapshot
+from ckpt_tui.training.logdirs import Discovery
+from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.tui.screens.policy_flow import Selection, policy_scope
 from ckpt_tui.tui.status import StatusFacts, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
@@ -12,18 +16,21 @@ from tests.support.dialogs import NOW, GiB, ckpt
 BAR = "  │  "
 
 
-def two_runs() -> Catalog:
+def two_runs(rate: float | None = None) -> Fleet:
+    """One backend, "box", holding run-a (two checkpoints) and run-b (one)."""
     checkpoints = [
         ckpt("a1", 5, size=GiB, run="run-a"),
         ckpt("a2", 5, size=GiB, run="run-a"),
         ckpt("b1", 5, size=GiB, run="run-b"),
     ]
     runs = [TrainingRun(run, "Qwen/Qwen3-8B", "me", True, NOW) for run in ("run-a", "run-b")]
-    return build_catalog(runs, checkpoints, [])
+    snapshot = Snapshot.join(runs, checkpoints, Discovery([], []), cache=RowCache("box"))
+    backend = Backend("box", "local", "/data/box")
+    return Fleet((BackendState(backend, snapshot, complete=True, rate=rate),))
 
 
-def path(catalog: Catalog, name: str) -> str:
-    return next(row.tinker_path for row in catalog.rows if row.tinker_path.endswith(name))
+def path(catalog: FleetCatalog, name: str) -> RowKey:
+    return next(("box", r.tinker_path) for r in catalog.rows if r.tinker_path.endswith(name))
 
 
 def test_the_status_line_says_loading_then_refreshing() -> None:
@@ -49,7 +56,7 @@ def test_the_status_line_lists_what_goes_on_in_order_and_the_error_last() -> Non
         no_log_dirs="no training logs found",
         dropped_marks="1 marked checkpoint no longer stored: unmarked",
         new_above=1200,
-        incomplete=True,
+        incomplete="the list",
     )
     extras = [
         "Deleting 2 of 5…",
@@ -60,24 +67,33 @@ def test_the_status_line_lists_what_goes_on_in_order_and_the_error_last() -> Non
         "Incomplete list: some checkpoints may not be shown",
     ]
     assert status_text(facts).plain == BAR.join(["All checkpoints · 3 of 9 match", *extras])
-    failed = status_text(StatusFacts(browsing="By run", no_log_dirs="no logs", error="refused"))
-    assert failed.plain == f"By run{BAR}Backend error (r retries): refused"  # no log hint then
-    loading = StatusFacts(browsing="By run", fetching=True, incomplete=True)
+    failed = StatusFacts(browsing="By run", no_log_dirs="no logs", errors=(("", "refused"),))
+    assert status_text(failed).plain == f"By run{BAR}Backend error (r retries): refused"
+    several = StatusFacts(browsing="By run", errors=(("box2", "refused"),), incomplete="box1")
+    assert status_text(several).plain == BAR.join(
+        [
+            "By run",
+            "Incomplete list (box1): some checkpoints may not be shown",
+            "box2 failed (r retries): refused",
+        ]
+    )
+    loading = StatusFacts(browsing="By run", fetching=True, incomplete="the list")
     assert "Incomplete" not in status_text(loading).plain  # not while the next load runs
 
 
 def test_marked_text_counts_the_marked_checkpoints_and_their_monthly_cost() -> None:
-    catalog = two_runs()
+    unpriced, priced = two_runs(), two_runs(0.1)
+    catalog = FleetCatalog(unpriced)
     marks = {path(catalog, "a1"), path(catalog, "b1")}
-    assert marked_text(catalog, marks, None) == "2 marked · 2.0 GiB"
-    assert marked_text(catalog, marks, 0.1) == "2 marked · 2.0 GiB · $0.20/mo"
-    assert marked_text(catalog, set(), 0.1) == ""
-    assert marked_text(None, marks, None) == ""
+    assert marked_text(catalog, marks, unpriced) == "2 marked · 2.0 GiB"
+    assert marked_text(catalog, marks, priced) == "2 marked · 2.0 GiB · $0.20/mo"
+    assert marked_text(catalog, set(), priced) == ""
+    assert marked_text(None, marks, unpriced) == ""
 
 
 def test_a_keep_policy_starts_on_the_marked_runs_else_the_highlighted_one_else_all() -> None:
-    catalog = two_runs()
-    marked = Selection(frozenset({path(catalog, "a1"), path(catalog, "b1")}), "run-a")
+    catalog = FleetCatalog(two_runs())
+    marked = Selection(frozenset({path(catalog, "a1"), path(catalog, "b1")}), ("box", "run-a"))
     runs, label = policy_scope(marked, catalog)
     assert [run.run_id for run in runs] == ["run-a", "run-b"]
     assert label == "the 2 runs holding the 2 marked checkpoints"
@@ -86,7 +102,7 @@ def test_a_keep_policy_starts_on_the_marked_runs_else_the_highlighted_one_else_a
         ["run-a"],
         "the run holding the 1 marked checkpoint",
     )
-    runs, label = policy_scope(Selection(highlighted_run="run-b"), catalog)
+    runs, label = policy_scope(Selection(highlighted_run=("box", "run-b")), catalog)
     assert ([run.run_id for run in runs], label) == (["run-b"], "run-b")
     runs, label = policy_scope(Selection(), catalog)
     assert (len(runs), label) == (2, "all 2 runs")

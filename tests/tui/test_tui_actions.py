@@ -9,6 +9,7 @@ import pytest
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_bytes
+from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
@@ -57,7 +58,7 @@ async def test_a_mixed_selection_asks_which(demo: ServedDemo) -> None:
         await settle(pilot)
         public = find(app, "sl/qwen3-4b-chat", "final", "sampler")
         private = find(app, "sl/qwen3-4b-chat", "final", "state")
-        checkpoints(app).set_marks([public.tinker_path, private.tinker_path])
+        checkpoints(app).set_marks([row_key(public), row_key(private)])
         await pilot.press("p")
         await pilot.pause()
         assert isinstance(app.screen, PublishDialog)
@@ -90,7 +91,7 @@ async def test_delete_confirmed_with_y_is_gone_from_server_and_view(demo: Served
         await settle(pilot)
         assert not demo.holds(row)
         catalog = screen_of(app).catalog
-        assert catalog is not None and row.tinker_path not in catalog.row_by_path  # not missing
+        assert catalog is not None and catalog.row(row_key(row)) is None  # not missing
         log = app.session_log.entries
         assert [entry.summary for entry in log] == ["Deleted 1 of 1"]
 
@@ -121,7 +122,7 @@ async def test_more_than_ten_need_the_typed_word(demo: ServedDemo) -> None:
         assert catalog is not None
         run = next(r for r in catalog.runs if r.display_name == "sl/llama-8b-tulu3")
         victims = [r for r in run.stored_rows if not (r.final or r.resume_point or r.public)][:11]
-        checkpoints(app).set_marks([r.tinker_path for r in victims])
+        checkpoints(app).set_marks([row_key(r) for r in victims])
         await pilot.press("d")
         await pilot.pause()
         assert isinstance(app.screen, DeleteDialog)
@@ -167,11 +168,11 @@ async def test_bulk_delete_with_failures_then_retry(
         assert catalog is not None
         run = next(r for r in catalog.runs if r.display_name == "sl/llama-8b-tulu3")
         victims = [r for r in run.stored_rows if r.name in ("000100", "000200", "000300")]
-        checkpoints(app).set_marks([r.tinker_path for r in victims])
+        checkpoints(app).set_marks([row_key(r) for r in victims])
         await pilot.press("d", "y")
         await settle(pilot)
         assert app.session_log.entries[-1].summary == "Deleted 4 of 6; 2 failed"
-        failed = {r.tinker_path for r in victims if r.name == "000200"}
+        failed = {row_key(r) for r in victims if r.name == "000200"}
         assert checkpoints(app).marks == failed  # failed ones stay marked
         assert set(screen_of(app).changes.failures) == failed  # with their error shown inline
         assert [demo.holds(r) for r in victims] == [r.name == "000200" for r in victims]
@@ -222,7 +223,7 @@ async def test_a_typed_ttl_applies_to_every_marked_checkpoint(demo: ServedDemo) 
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         rows = [find(app, "rl/qwen3-8b-math", name, "state") for name in ("000050", "000100")]
-        checkpoints(app).set_marks([row.tinker_path for row in rows])
+        checkpoints(app).set_marks([row_key(row) for row in rows])
         await pilot.press("t")
         await pilot.pause()
         await pilot.press("tab", *"36h", "enter")
@@ -258,7 +259,7 @@ async def test_marking_keys_and_the_status_line(demo: ServedDemo) -> None:
         stored_rows = [row for row in shown(app) if not row.is_missing]
         assert len(stored_rows) == 6 and len(shown(app)) == 8  # two missing rows shown too
         await pilot.press("ctrl+a")
-        assert checkpoints(app).marks == {row.tinker_path for row in stored_rows}
+        assert checkpoints(app).marks == {row_key(row) for row in stored_rows}
         total_bytes = sum(row.size.bytes or 0 for row in stored_rows)
         assert f"6 marked · {format_bytes(total_bytes)}" in screen_text(app)
         await pilot.press("u")

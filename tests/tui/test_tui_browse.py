@@ -10,11 +10,13 @@ from textual import events
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
+from ckpt_tui.tui.fleet_view import run_key
 from ckpt_tui.tui.screens.help import HelpScreen, help_sections
 from ckpt_tui.tui.screens.main import MainScreen
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
+    backend_error,
     checkpoints,
     make_app,
     runs,
@@ -41,7 +43,7 @@ async def test_runs_and_the_highlighted_runs_checkpoints_are_shown(demo: ServedD
         await settle(pilot)
         second_run = runs(app).rows[1]
         assert {row.run_id for row in shown(app)} == {second_run.run_id}
-        assert screen_of(app).state.run_id == second_run.run_id
+        assert screen_of(app).state.run_key == run_key(second_run)
 
 
 async def test_j_and_k_move_the_checkpoint_cursor(demo: ServedDemo) -> None:
@@ -219,13 +221,13 @@ async def test_a_failing_backend_shows_what_to_do_and_r_retries(
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        screen = screen_of(app)
-        assert screen.error is not None and "needs an API key" in screen.error
+        error = backend_error(app)
+        assert error is not None and "needs an API key" in error
         assert "Press r to retry" in checkpoints(app).empty_message
         assert "r retries" in screen_text(app)
         await pilot.press("r")
         await settle(pilot)
-        assert screen.error is None and runs(app).row_count == 6
+        assert backend_error(app) is None and runs(app).row_count == 6
 
 
 async def test_user_text_is_never_read_as_markup(demo: ServedDemo) -> None:

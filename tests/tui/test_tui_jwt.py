@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import Backend
 from ckpt_tui.clock import FixedClock
 from ckpt_tui.server.tokens import JwtIssuer
 from ckpt_tui.tui.app import CkptApp
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
-from tests.support.tui import loaded_on, screen_of, settle
+from tests.support.tui import app_on, backend_error, connection, loaded_on, screen_of, settle
 
 KEY = "tml-tui-jwt-key"
 LIFETIME = 3
@@ -54,9 +53,8 @@ def long_jwts(
 
 
 def keyed_app(demo: ServedDemo) -> CkptApp:
-    settings = LogDirSettings((demo.paths.logs,), runs_root=None)
     backend = Backend.remote(demo.url, KEY, "TINKER_API_KEY")
-    return CkptApp(backend, settings, clock=demo.clock, poll_interval=0.0)
+    return app_on([connection(backend)], demo.paths.logs, demo.clock)
 
 
 async def test_a_session_open_across_several_lifetimes_still_deletes(
@@ -78,7 +76,7 @@ async def test_a_session_open_across_several_lifetimes_still_deletes(
         await pilot.press("d", "y")
         await settle(pilot)
         assert not demo.holds(row)
-        assert screen_of(app).error is None
+        assert backend_error(app) is None
         assert [entry.summary for entry in app.session_log.entries] == ["Deleted 1 of 1"]
 
 
@@ -93,12 +91,12 @@ async def test_a_failed_renewal_is_one_error_and_r_retries(
         faulty.fail_first(100, status=503, path="/api/v1/auth/token")
         await pilot.press("r")
         await settle(pilot)
-        error = screen_of(app).error
+        error = backend_error(app)
         assert error is not None and "the JWT exchange" in error
         assert KEY not in error and "eyJ" not in error
         faulty.clear_faults()
         await pilot.press("r")
         await settle(pilot)
-        assert screen_of(app).error is None
+        assert backend_error(app) is None
         catalog = screen_of(app).catalog
         assert catalog is not None and catalog.rows

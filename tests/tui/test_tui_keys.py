@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.fleet_view import row_key, run_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
@@ -226,7 +227,7 @@ async def test_the_session_log_names_each_checkpoint_and_is_kept_in_a_file(
         await settle(pilot)
         await pilot.press("space", "space", "space")  # each marks and moves down
         marked = [row for row in checkpoints(app).rows[:3]]
-        assert checkpoints(app).marks == {row.tinker_path for row in marked}
+        assert checkpoints(app).marks == {row_key(row) for row in marked}
         await pilot.press("d", "y")
         await settle(pilot)
         gone = [row for row in marked if not demo.holds(row)]
@@ -251,7 +252,7 @@ async def test_a_deleted_checkpoint_is_not_missing_and_the_cursor_stays(demo: Se
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        run = screen_of(app).runs_table.cursor_value
+        run = runs(app).cursor_value
         assert run is not None
         missing_before = run.missing_count
         await pilot.press("down", "down")
@@ -265,7 +266,7 @@ async def test_a_deleted_checkpoint_is_not_missing_and_the_cursor_stays(demo: Se
         for _ in range(2):  # as the delete left it, then after a refresh from the server
             paths = [shown.tinker_path for shown in table.rows]
             assert row.tinker_path not in paths  # the training log still names it
-            run = screen_of(app).runs_table.cursor_value
+            run = runs(app).cursor_value
             assert run is not None and run.missing_count == missing_before
             await pilot.press("r")
             await settle(pilot)
@@ -308,7 +309,7 @@ async def test_the_runs_pane_sorts_by_keys_and_by_header_clicks(demo: ServedDemo
         assert sizes == sorted(sizes, reverse=True) and table.cursor_row == 0
         assert "runs biggest first" in screen_text(app)
         first = table.cursor_value
-        assert first is not None and screen_of(app).state.run_id == first.run_id
+        assert first is not None and screen_of(app).state.run_key == run_key(first)
         await pilot.press("S")  # smallest first
         await pilot.pause()
         assert [run.size.bytes for run in table.rows] == sorted(sizes)

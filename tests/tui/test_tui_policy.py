@@ -13,6 +13,7 @@ from ckpt_tui.cli import main
 from ckpt_tui.policy import KeepPolicy, Plan, plan
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.fleet_view import row_key, run_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview
@@ -53,7 +54,7 @@ async def keep_policy(pilot: Pilot[None], app: CkptApp) -> None:
 
 async def open_policy(pilot: Pilot[None], app: CkptApp, run: str = SFT) -> KeepPolicyScreen:
     """Highlight `run` in the by-run view and run `k`; the dialog is open on return."""
-    assert runs(app).move_cursor_to_key(run_named(app, run).run_id)
+    assert runs(app).move_cursor_to_key(run_key(run_named(app, run)))
     await settle(pilot)
     await keep_policy(pilot, app)
     dialog = app.screen
@@ -155,7 +156,7 @@ async def test_marked_checkpoints_scope_their_runs(demo: ServedDemo) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         marked = [run_named(app, name).stored_rows[0] for name in (SFT, "rl/qwen3-8b-math")]
-        checkpoints(app).set_marks([row.tinker_path for row in marked])
+        checkpoints(app).set_marks([row_key(row) for row in marked])
         await pilot.pause()
         assert screen_of(app).marked.endswith("/mo")  # the marked set's cost
         await keep_policy(pilot, app)

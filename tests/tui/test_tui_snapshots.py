@@ -54,3 +54,14 @@ def refusing_everything(server: ASGIApp) -> ASGIApp:
 def test_backend_error(snap_compare: SnapCompare, tmp_path: Path, size: tuple[int, int]) -> None:
     with pictured_demo(tmp_path / "demo", wrap=refusing_everything) as app:
         assert snap_compare(app, run_before=loaded_then(), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("key", [pytest.param("1", id="by-run"), pytest.param("2", id="all")])
+def test_two_backends(
+    snap_compare: SnapCompare, tmp_path: Path, key: str, size: tuple[int, int]
+) -> None:
+    """`ckpt-tui demo`'s two backends: runs grouped under each backend's row, the header's
+    totals for both and each one's state; every checkpoint with its backend named."""
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        assert snap_compare(app, run_before=loaded_then(key), terminal_size=size)

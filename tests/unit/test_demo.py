@@ -257,7 +257,8 @@ def test_demo_command_writes_and_prints_how_to_open_it(
     folder = tmp_path / "demo"
     assert cli_main(["demo", "--no-tui", "--dir", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert f"ckpt-tui --local {folder / 'store'} --log-dir {folder / 'logs'}" in out
+    backends = f"--local tinker-demo={folder / 'store'} --local gpu-box={folder / 'gpu-box'}"
+    assert f"ckpt-tui {backends} --log-dir {folder / 'logs'}" in out
     assert f"ckpt-tui serve {folder / 'store'}" in out
     assert json.loads((folder / ".ckpt-tui-demo.json").read_text()) == {"seed": 7}
 

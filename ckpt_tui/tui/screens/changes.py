@@ -1,9 +1,11 @@
 """The actions that change checkpoints: publish, set TTLs, delete, retries (and, through
 `policy_flow.py`, keep policies).
 
-`Changes` is a plain object the main screen owns: it asks through the dialogs, runs one bulk
-action at a time through the REST client, and tells the screen what the server confirmed.
-Nothing here touches a file, and a view changes only when the server has confirmed it.
+`Changes` is a plain object the main screen owns: it asks through the dialogs, runs one action
+at a time, each backend's part through that backend's own client and side by side, and tells
+the screen what each server confirmed. Nothing here touches a file, and a view changes only
+when the server has confirmed it. A read-only backend's part is left out, and the dialog
+says so before anything goes.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from datetime import datetime
 from functools import partial
 from typing import Protocol
 
+from ckpt_tui.backends import Fleet
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
+from ckpt_tui.tui.fleet_action import FleetAction
+from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, row_key
+from ckpt_tui.tui.owners import Targets, refusal
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.host import ScreenHost
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
@@ -46,12 +52,15 @@ class Host(ScreenHost, Protocol):
     bulk_progress: str
 
     @property
-    def snapshot(self) -> Snapshot | None: ...
+    def fleet(self) -> Fleet: ...
+
+    @property
+    def catalog(self) -> FleetCatalog | None: ...
 
     @property
     def state(self) -> BrowseState: ...
 
-    def show_complete(self, snapshot: Snapshot) -> None: ...
+    def show_complete(self, fleet: Fleet) -> None: ...
 
     def refresh_views(self) -> None: ...
 
@@ -71,8 +80,9 @@ def log_entry(action: BulkAction, summary: str, now: datetime, backend: str) -> 
     return LogEntry(now, action.kind, summary, items, backend)
 
 
-def expire_instead(paths: list[str]) -> BulkAction:
-    return BulkAction("expire", paths, f"expire in {EXPIRE_INSTEAD_TEXT} instead of deleting")
+def expire_instead(rows: list[CheckpointRow]) -> FleetAction:
+    label = f"expire in {EXPIRE_INSTEAD_TEXT} instead of deleting"
+    return FleetAction.of("expire", rows, label)
 
 
 class Changes:
@@ -80,10 +90,10 @@ class Changes:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self.failures: dict[str, str] = {}
+        self.failures: dict[RowKey, str] = {}
         """Checkpoints the last actions failed on, with the reason (shown in their row)."""
-        self.last_action: BulkAction | None = None
-        self.running: BulkAction | None = None
+        self.last_action: FleetAction | None = None
+        self.running: FleetAction | None = None
 
     @property
     def services(self) -> Services:
@@ -92,18 +102,17 @@ class Changes:
     # --- whether an action may start, and on what -------------------------------------------
     def targets(self) -> list[CheckpointRow]:
         """The marked checkpoints, else the highlighted one."""
-        snapshot, table = self.host.snapshot, self.host.checkpoints_table
+        catalog, table = self.host.catalog, self.host.checkpoints_table
         marks = table.marks
-        if snapshot is not None and marks:
-            rows = snapshot.catalog.rows
-            return [row for row in rows if row.tinker_path in marks]  # a stable order
+        if catalog is not None and marks:
+            return [row for row in catalog.rows if row_key(row) in marks]  # a stable order
         row = table.cursor_value
         return [] if row is None else [row]
 
     def hidden_count(self, rows: list[CheckpointRow]) -> int:
         """How many of `rows` the view does not show (a filter hides them)."""
-        shown = {row.tinker_path for row in self.host.checkpoints_table.rows}
-        return sum(row.tinker_path not in shown for row in rows)
+        shown = set(map(row_key, self.host.checkpoints_table.rows))
+        return sum(row_key(row) not in shown for row in rows)
 
     def can_change(self, verb: str) -> bool:
         """False (after telling the user why) in read-only mode or while an action runs."""
@@ -119,61 +128,82 @@ class Changes:
             return False
         return True
 
-    def ready_targets(self, verb: str) -> list[CheckpointRow] | None:
-        """Targets an action can change now, or None after telling the user why not."""
+    def ready_targets(self, verb: str) -> Targets | None:
+        """Targets an action can change now, or None after telling the user why not.
+
+        Rows on a read-only backend are refused and left out; the dialog says so, and the
+        rest goes only if the user confirms that reduced set.
+        """
         if not self.can_change(verb):
             return None
         rows = stored_only(self.targets())  # missing rows cannot be changed
         if not rows:
             self.host.notify("Nothing to act on: highlight or mark a stored checkpoint.")
             return None
-        return rows
+        targets = Targets.split(rows, self.services.connections)
+        if not targets.rows:
+            self.host.notify(
+                f"{refusal(targets.refused)}: {verb} is off there. Nothing else to act on.",
+                severity="warning",
+                markup=False,
+            )
+            return None
+        return targets
+
+    def where(self, targets: Targets) -> str:
+        """'on box1 (http://…)', or one line per backend a change goes to, naming each."""
+        return targets.where(self.services.describe_backend)
 
     # --- the actions: each asks first, in its dialog ------------------------------------------
     # Dialogs are pushed from the key's own action, not from a worker: keys typed right after
     # it (one burst over SSH) then go to the dialog, never to the screen behind it.
     def publish(self) -> None:
         """`p` asks first, listing what becomes public or private; Cancel is focused."""
-        rows = self.ready_targets("publishing")
-        if rows is None:
+        targets = self.ready_targets("publishing")
+        if targets is None:
             return
-        dialog = PublishDialog(rows, self.services.describe_backend(), self.services.clock.now())
-        self.host.app.push_screen(dialog, partial(self.publish_chosen, rows))
+        now, warnings = self.services.clock.now(), targets.warnings()
+        dialog = PublishDialog(targets.rows, self.where(targets), now, warnings)
+        self.host.app.push_screen(dialog, partial(self.publish_chosen, targets.rows))
 
     def publish_chosen(self, rows: list[CheckpointRow], choice: PublishChoice | None) -> None:
         if choice is not None:
             wanted = choice == "unpublish"
-            paths = [row.tinker_path for row in rows if row.public == wanted]
-            self.start(BulkAction(choice, paths, choice))
+            chosen = [row for row in rows if row.public == wanted]
+            self.start(FleetAction.of(choice, chosen, choice))
 
     def ttl(self) -> None:
-        rows = self.ready_targets("changing TTLs")
-        if rows is None:
+        targets = self.ready_targets("changing TTLs")
+        if targets is None:
             return
-        dialog = TtlDialog(rows, self.services.clock.now(), self.services.describe_backend())
-        self.host.app.push_screen(dialog, self.ttl_chosen)
+        now, warnings = self.services.clock.now(), targets.warnings()
+        dialog = TtlDialog(targets.rows, now, self.where(targets), warnings)
+        self.host.app.push_screen(dialog, partial(self.ttl_chosen, targets.rows))
 
-    def ttl_chosen(self, plan: TtlPlan | None) -> None:
+    def ttl_chosen(self, rows: list[CheckpointRow], plan: TtlPlan | None) -> None:
         if plan is not None:
-            self.start(BulkAction("ttl", list(plan.ttl_for), plan.label, dict(plan.ttl_for)))
+            chosen = [row for row in rows if row_key(row) in plan.ttl_for]
+            self.start(FleetAction.of("ttl", chosen, plan.label, plan.ttl_for))
 
     def delete(self) -> None:
-        rows = self.ready_targets("deleting")
-        if rows is None:
+        targets = self.ready_targets("deleting")
+        if targets is None:
             return
-        dialog = self.delete_dialog(rows)
-        paths = [row.tinker_path for row in rows]
-        self.host.app.push_screen(dialog, partial(self.delete_chosen, paths, "delete"))
+        dialog = self.delete_dialog(targets)
+        self.host.app.push_screen(dialog, partial(self.delete_chosen, targets.rows, "delete"))
 
-    def delete_dialog(self, rows: list[CheckpointRow]) -> DeleteDialog:
-        now, backend = self.services.clock.now(), self.services.describe_backend()
-        return DeleteDialog(rows, self.hidden_count(rows), now, backend)
+    def delete_dialog(self, targets: Targets) -> DeleteDialog:
+        rows, now = targets.rows, self.services.clock.now()
+        where, refusals = self.where(targets), targets.warnings()
+        return DeleteDialog(rows, self.hidden_count(rows), now, where, refusals)
 
-    def delete_chosen(self, paths: list[str], label: str, choice: DeleteChoice | None) -> None:
+    def delete_chosen(
+        self, rows: list[CheckpointRow], label: str, choice: DeleteChoice | None
+    ) -> None:
         if choice == "delete":
-            self.start(BulkAction("delete", paths, label))
+            self.start(FleetAction.of("delete", rows, label))
         elif choice == "expire":
-            self.start(expire_instead(paths))
+            self.start(expire_instead(rows))
 
     def retry_failed(self) -> None:
         action = self.last_action
@@ -181,48 +211,47 @@ class Changes:
             self.host.notify("Nothing failed in the last action.")
             return
         if self.can_change("retrying"):
-            self.start(action.retry(list(action.failed)))
+            self.start(action.retry())
 
     def show_log(self) -> None:
         log = self.services.session_log
         self.host.app.push_screen(SessionLogScreen(log, self.services.clock.now()))
 
     # --- running one action -----------------------------------------------------------------
-    def start(self, action: BulkAction) -> None:
-        if not action.paths:
+    def start(self, action: FleetAction) -> None:
+        if not action.count:
             self.host.notify("Nothing to change: they are all in that state already.")
             return
-        snapshot = self.host.snapshot
-        if snapshot is not None:
-            rows = snapshot.catalog.row_by_path
-            action.run_names.update(
-                {path: rows[path].run_name for path in action.paths if path in rows}
-            )
         self.running = action
         self.host.bulk_progress = action.progress_text(0)
         self.host.run_bulk()
 
     async def run_bulk(self) -> None:
-        """Apply the running action while the user keeps browsing; the view follows results."""
+        """Apply the running action while the user keeps browsing; the view follows results.
+
+        Each backend's part goes through its own client, side by side."""
         action = self.running
         if action is None:
             return
-        confirmed: set[str] = set()
+        confirmed: dict[str, set[str]] = {}
+        done = 0
         last_patch = time.monotonic()
         patching: asyncio.Future[None] | None = None
 
-        def on_progress(done: int, total: int, outcome: Outcome) -> None:
-            nonlocal last_patch, patching
+        def on_progress(backend: str, outcome: Outcome) -> None:
+            nonlocal done, last_patch, patching
+            done += 1
             if outcome.ok:
-                confirmed.add(outcome.target)
+                confirmed.setdefault(backend, set()).add(outcome.target)
             due = time.monotonic() - last_patch > PATCH_EVERY
             if due and (patching is None or patching.done()):
-                patching = asyncio.ensure_future(self.apply_confirmed(action, set(confirmed)))
+                so_far = {name: set(paths) for name, paths in confirmed.items()}
+                patching = asyncio.ensure_future(self.apply_confirmed(action, so_far))
                 last_patch = time.monotonic()
             self.host.bulk_progress = action.progress_text(done)
 
         try:
-            await action.run(await self.services.get_client(), on_progress)
+            await action.run(self.services.client, on_progress)
         finally:
             self.running = None
             self.host.bulk_progress = ""
@@ -231,41 +260,45 @@ class Changes:
         await self.apply_confirmed(action, confirmed)
         self.finish(action)
 
-    async def apply_confirmed(self, action: BulkAction, confirmed: set[str]) -> None:
-        """Show what the server confirmed so far (deleted rows go, changed rows change).
+    async def apply_confirmed(self, action: FleetAction, confirmed: dict[str, set[str]]) -> None:
+        """Show what each server confirmed so far (deleted rows go, changed rows change).
 
         The re-join runs in a thread: at 100,000 rows it takes a few hundred milliseconds.
-        If a refresh replaced the view meanwhile, the patch is made again on the new one.
+        If a refresh replaced a backend's snapshot meanwhile, the patch is made again on it.
         """
         host = self.host
-        if action.kind == "delete":
-            host.row_cache.deleted_here.update(confirmed)  # gone, not "missing": see RowCache
-        while (snapshot := host.snapshot) is not None and confirmed:
-            now = self.services.clock.now()
-            new = await asyncio.to_thread(self.patched, snapshot, action, confirmed, now)
-            if host.snapshot is snapshot:
-                host.show_complete(new)
-                return
+        for name, paths in confirmed.items():
+            part = action.parts[name]
+            if part.kind == "delete":  # gone, not "missing": see RowCache
+                host.row_cache_of(name).deleted_here.update(paths)
+            while (snapshot := host.fleet.state(name).snapshot) is not None and paths:
+                now = self.services.clock.now()
+                new = await asyncio.to_thread(self.patched, name, snapshot, part, paths, now)
+                state = host.fleet.state(name)
+                if state.snapshot is snapshot:
+                    host.show_complete(host.fleet.with_backend(name, state.replace(snapshot=new)))
+                    break
 
     def patched(
-        self, snapshot: Snapshot, action: BulkAction, confirmed: set[str], now: datetime
+        self, name: str, snapshot: Snapshot, part: BulkAction, confirmed: set[str], now: datetime
     ) -> Snapshot:
         """`snapshot` as the server now holds it, given the paths it confirmed."""
-        checkpoints = patch_checkpoints(snapshot.checkpoints, action, confirmed, now)
+        checkpoints = patch_checkpoints(snapshot.checkpoints, part, confirmed, now)
         return Snapshot.join(
             snapshot.runs,
             checkpoints,
             snapshot.discovery,
             snapshot.weights_info,
-            self.host.row_cache,
+            self.host.row_cache_of(name),
+            snapshot.incomplete,
         )
 
-    def finish(self, action: BulkAction) -> None:
-        """Report the outcome, keep failures marked with their errors, and log it."""
+    def finish(self, action: FleetAction) -> None:
+        """Report the outcome, keep failures marked with their errors, and log each part."""
         host, services = self.host, self.services
         failed = action.failed
-        for path in action.paths:
-            self.failures.pop(path, None)
+        for key in action.keys:
+            self.failures.pop(key, None)
         self.failures.update(failed)
         self.last_action = action
         host.checkpoints_table.set_marks(failed)
@@ -277,8 +310,10 @@ class Changes:
             severity="warning" if failed else "information",
             markup=False,
         )
-        entry = log_entry(action, summary, services.clock.now(), services.describe_backend())
-        problem = services.session_log.add(entry)
-        if problem is not None:
-            host.notify(f"Session log file: {problem}", severity="warning", markup=False)
+        now = services.clock.now()
+        for name, part in action.parts.items():
+            entry = log_entry(part, part.summary(), now, services.describe_backend(name))
+            problem = services.session_log.add(entry)
+            if problem is not None:
+                host.notify(f"Session log file: {problem}", severity="warning", markup=False)
         host.refresh_views()

@@ -92,7 +92,12 @@ def freed_text(rows: Sequence[CheckpointRow]) -> Text:
 def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Table:
     """Name, run, size, created and flags of the first `limit` rows, as plain text."""
     table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
+    backends = {row.backend for row in rows}
+    several = len(backends) > 1
     table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
+    if several:  # which backend each one goes from, its name whole up to 16 cells
+        widest = min(max(map(len, backends)), 16)
+        table.add_column("Backend", min_width=widest, no_wrap=True, overflow="ellipsis")
     table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
     table.add_column("Kind", no_wrap=True)
     table.add_column("Size", justify="right", no_wrap=True)
@@ -102,7 +107,7 @@ def rows_table(rows: Sequence[CheckpointRow], now: datetime, limit: int) -> Tabl
         size = "-" if row.is_missing else format_size(row.size, short=True)
         flags = " ".join(word for word in row.flags() if word in FLAG_WORDS)
         created = Text(format_created(row.created, now))
-        cells = (row.name, row.run_name, row.kind, size)
+        cells = (row.name, *((row.backend,) if several else ()), row.run_name, row.kind, size)
         table.add_row(*map(Text, cells), created, Text(flags))
     more = more_line(min(limit, len(rows)), len(rows))
     if more is not None:
@@ -125,22 +130,29 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
     ]
 
     def __init__(
-        self, rows: Sequence[CheckpointRow], hidden_count: int, now: datetime, backend: str
+        self,
+        rows: Sequence[CheckpointRow],
+        hidden_count: int,
+        now: datetime,
+        where: str,
+        refusals: Sequence[str] = (),
     ) -> None:
+        """`where`: 'on BACKEND', a line per backend when the rows span several; `refusals`:
+        e.g. a read-only backend's part that is left out."""
         super().__init__()
         self.rows = list(rows)
         self.hidden_count = hidden_count
         self.now = now
-        self.backend = backend
+        self.where = where
         self.needs_word = needs_typed_word(self.rows)
-        self.warnings = warnings(self.rows, hidden_count)
+        self.warnings = [*refusals, *warnings(self.rows, hidden_count)]
 
     def compose(self) -> ComposeResult:
         count = len(self.rows)
         with Vertical(id="delete-box", classes="dialog-box -error"):
             title = f"Delete {count} {plural(count, 'checkpoint', 'checkpoints')}?"
             yield Static(Text(title), id="delete-title", classes="dialog-title")
-            yield Static(Text(f"on {self.backend}"), id="delete-backend", classes="dialog-backend")
+            yield Static(Text(self.where), id="delete-backend", classes="dialog-backend")
             yield Static("", id="delete-rows")
             yield Static(freed_text(self.rows), id="delete-freed")
             for line in self.warnings:
@@ -176,6 +188,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
     def show_rows(self, height: int) -> None:
         """As many rows as fit (up to 8): the buttons must stay on screen at 80x24."""
         fixed = DELETE_FIXED_LINES + len(self.warnings) + (4 if self.needs_word else 0)
+        fixed += self.where.count("\n")
         limit = max(1, min(PREVIEW_ROWS, height - fixed))
         self.query_one("#delete-rows", Static).update(rows_table(self.rows, self.now, limit))
 

@@ -20,10 +20,18 @@ class ScreenHost(Protocol):
     """The app's services, the screen's rows and table, and its notices."""
 
     services: Services
-    row_cache: RowCache
+
+    def row_cache_of(self, backend: str) -> RowCache:
+        """The backend's row cache: its rows carry its name, and its deletions are known."""
+        ...
 
     @property
     def app(self) -> App[object]: ...
+
+    @property
+    def is_attached(self) -> bool:
+        """Still in the app's DOM (a worker may finish after the screen went)."""
+        ...
 
     @property
     def checkpoints_table(self) -> FastTable[CheckpointRow]: ...

@@ -31,7 +31,7 @@ from ckpt_tui.tui.screens.keep_policy_form import (
     policy_from_form,
     stored_rows,
 )
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, total_summary
+from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, Rates, total_summary
 from ckpt_tui.tui.widgets.tick_box import TickBox
 from ckpt_tui.words import count_of
 
@@ -78,7 +78,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         runs: Sequence[RunSummary],
         scope_label: str,
         now: datetime,
-        storage_rate: float | None,
+        rates: Rates,
         *,
         all_runs: Sequence[RunSummary] | None = None,
         backend: str = "",
@@ -90,7 +90,8 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         self.all_runs = list(all_runs or ())
         self.can_widen = len(self.all_runs) > len(self.scope_runs)
         self.now = now
-        self.rate = storage_rate
+        self.rates = rates
+        """Each backend's storage rate, by name (one backend: its name alone)."""
         self.rows: list[CheckpointRow] = stored_rows(self.scope_runs)
         self.plan: Plan | None = None
         self.pending: Timer | None = None
@@ -230,13 +231,13 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
     def show_plan(self) -> None:
         the_plan = self.plan
         total = self.query_one("#kp-total", Static)
-        total.update("" if the_plan is None else total_summary(the_plan, self.rate))
+        total.update("" if the_plan is None else total_summary(the_plan, self.rates))
         total.display = the_plan is not None
         preview = self.query_one("#kp-preview", PlanPreview)
         preview.message = "Fix the field above to see the plan."
         policy = None if the_plan is None else the_plan.policy
         metric = policy.metric if policy and policy.metric else self.shown_metric()
-        preview.show(the_plan, metric, self.rate)
+        preview.show(the_plan, metric, self.rates)
         count = 0 if the_plan is None else the_plan.delete_count
         self.query_one("#kp-delete", Button).label = f"Delete {count:,}…"
         self.query_one("#kp-delete", Button).disabled = count == 0

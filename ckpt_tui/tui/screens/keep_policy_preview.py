@@ -6,7 +6,7 @@ plan over 100,000 checkpoints scrolls as fast as one over ten. The text helpers 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -15,14 +15,16 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ckpt_tui.cost import format_cost, monthly_cost
+from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.policy import Decision, Plan, RunPlan
-from ckpt_tui.sizes import SizeTotal, format_size, format_total
+from ckpt_tui.sizes import SizeTotal, format_size, format_total, total
 from ckpt_tui.tui.widgets.table_layout import fit_text
 from ckpt_tui.words import count_of
 
 Entry = RunPlan | Decision
 """One preview line below the header: a run's summary or one checkpoint's decision."""
+Rates = Mapping[str, float | None]
+"""Each backend's storage rate (USD per GiB-month; None: no cost shown), by name."""
 
 DELETE_STYLE = Style(color="red", bold=True)
 KEEP_STYLE = Style(color="green")
@@ -43,23 +45,67 @@ def saving_text(size: SizeTotal, rate: float | None) -> str:
     return f" · saves {format_cost(monthly_cost(size, rate))}"
 
 
-def run_summary(run: RunPlan, rate: float | None) -> str:
-    """'delete 12 of 20 · frees 8.1 GiB · saves $1.62/mo'."""
+def backend_of(run: RunPlan) -> str:
+    return run.decisions[0].row.backend if run.decisions else ""
+
+
+def run_summary(run: RunPlan, rates: Rates) -> str:
+    """'delete 12 of 20 · frees 8.1 GiB · saves $1.62/mo' (at the run's backend's rate)."""
     freed = run.freed
     return (
         f"delete {len(run.deleted):,} of {len(run.decisions):,} · frees {size_text(freed)}"
-        f"{saving_text(freed, rate)}"
+        f"{saving_text(freed, rates.get(backend_of(run)))}"
     )
 
 
-def total_summary(plan: Plan, rate: float | None) -> str:
-    """'Total: delete 16 of 20 in 1 run · frees 10.5 GiB · saves $1.05/mo · keeps 4 (2.6 GiB)'."""
+def total_summary(plan: Plan, rates: Rates) -> str:
+    """'Total: delete 16 of 20 in 1 run · frees 10.5 GiB · saves $1.05/mo · keeps 4 (2.6 GiB)';
+    with runs of several backends, then one line per backend."""
     freed = plan.freed
-    return (
+    backends = by_backend(plan)
+    text = (
         f"Total: delete {plan.delete_count:,} of {len(plan.decisions):,} in "
-        f"{count_of(len(plan.runs), 'run')} · frees {size_text(freed)}{saving_text(freed, rate)}"
-        f" · keeps {plan.kept_count:,} ({size_text(plan.kept_size)})"
+        f"{count_of(len(plan.runs), 'run')} · frees {size_text(freed)}"
+        f"{saving_of(backends, rates)} · keeps {plan.kept_count:,} ({size_text(plan.kept_size)})"
     )
+    if len(backends) > 1:
+        for name, runs in backends.items():
+            deleted = [d for run in runs for d in run.deleted]
+            size = total(d.row.size for d in deleted)
+            text += (
+                f"\n  {name}: delete {len(deleted):,} of "
+                f"{sum(len(run.decisions) for run in runs):,} in {count_of(len(runs), 'run')} · "
+                f"frees {size_text(size)}{saving_text(size, rates.get(name))}"
+            )
+    return text
+
+
+def by_backend(plan: Plan) -> dict[str, list[RunPlan]]:
+    groups: dict[str, list[RunPlan]] = {}
+    for run in plan.runs:
+        groups.setdefault(backend_of(run), []).append(run)
+    return groups
+
+
+def saving_of(backends: Mapping[str, list[RunPlan]], rates: Rates) -> str:
+    """What deleting saves over all backends, each at its own rate ('at least' when a backend
+    without a rate frees something too); '' when no backend has a rate."""
+    costs, unpriced = [], False
+    for name, runs in backends.items():
+        size = total(d.row.size for run in runs for d in run.deleted)
+        rate = rates.get(name)
+        if rate is None:
+            unpriced = unpriced or size.part_count > 0
+        else:
+            costs.append(monthly_cost(size, rate))
+    if not costs:
+        return ""
+    cost = MonthlyCost(
+        sum(c.usd for c in costs),
+        at_least=unpriced or any(c.at_least for c in costs),
+        estimated=any(c.estimated for c in costs),
+    )
+    return f" · saves {format_cost(cost)}"
 
 
 def decision_text(decision: Decision) -> Text:
@@ -122,9 +168,12 @@ def decision_line(decision: Decision, layout: Layout, metric: str | None) -> Tex
     return line + verdict
 
 
-def run_line(run: RunPlan, rate: float | None) -> Text:
-    line = Text(run.run_name, style=RUN_STYLE)
-    line.append(f"  {run_summary(run, rate)}")
+def run_line(run: RunPlan, rates: Rates) -> Text:
+    """'box1 · sl/llama-8b  delete 12 of 20 · …' (the backend only when several are open)."""
+    backend = backend_of(run)
+    name = f"{backend} · {run.run_name}" if len(rates) > 1 and backend else run.run_name
+    line = Text(name, style=RUN_STYLE)
+    line.append(f"  {run_summary(run, rates)}")
     return line
 
 
@@ -144,14 +193,14 @@ class PlanPreview(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.entries: Sequence[Entry] = ()
         self.metric: str | None = None
-        self.rate: float | None = None
+        self.rates: Rates = {}
         self.longest_name = 6
         self.message = ""
 
-    def show(self, plan: Plan | None, metric: str | None, rate: float | None) -> None:
+    def show(self, plan: Plan | None, metric: str | None, rates: Rates) -> None:
         """Show `plan` (None: show `message` instead), with `metric` values in their column."""
         self.entries = entries_of(plan)
-        self.metric, self.rate = metric, rate
+        self.metric, self.rates = metric, rates
         names = (len(d.row.name) for run in (plan.runs if plan else ()) for d in run.decisions)
         self.longest_name = max(names, default=6)
         self.virtual_size = Size(0, len(self.entries) + 1)
@@ -169,7 +218,7 @@ class PlanPreview(ScrollView, can_focus=True):
             return Text("")
         entry = self.entries[index]
         if isinstance(entry, RunPlan):
-            return run_line(entry, self.rate)
+            return run_line(entry, self.rates)
         return decision_line(entry, layout, self.metric)
 
     def render_line(self, y: int) -> Strip:
@@ -185,7 +234,7 @@ class PlanPreview(ScrollView, can_focus=True):
         lines = [header_line(layout, self.metric).plain]
         for entry in self.entries:
             if isinstance(entry, RunPlan):
-                lines.append(run_line(entry, self.rate).plain)
+                lines.append(run_line(entry, self.rates).plain)
             else:
                 lines.append(decision_line(entry, layout, self.metric).plain)
         return lines

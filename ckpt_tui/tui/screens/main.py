@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import replace
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,10 +21,10 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
-from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.backends import Fleet
+from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.query import VIEWS, Sort
-from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import (
     ACTION_COMMANDS,
@@ -34,12 +33,15 @@ from ckpt_tui.tui.commands import (
     bindings,
     change_keys,
 )
+from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, row_key, run_key
+from ckpt_tui.tui.groups import BackendGroup, RunsEntry, entry_cells
 from ckpt_tui.tui.screens.changes import CHANGES, Changes
 from ckpt_tui.tui.screens.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
     clicked_run_sort,
     clicked_sort,
+    show_groups,
     show_panes,
 )
 from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
@@ -81,20 +83,21 @@ class MainScreen(Screen[None], inherit_bindings=False):
         ),
     ]
 
-    # always_update: assigning is the signal (and a snapshot is never compared row by row).
+    # always_update: assigning is the signal (and a fleet is never compared row by row).
     state: var[BrowseState] = var(BrowseState, always_update=True, init=False)
     """The user's choices (view, filter, sort, run): a new one refreshes the panes."""
-    snapshot: var[Snapshot | None] = var(None, always_update=True, init=False)
-    fetching = var(False)
+    fleet: var[Fleet] = var(lambda: Fleet(()), always_update=True, init=False)
+    """Every backend's latest state; each backend's load replaces only its own entry."""
+    fetching: var[frozenset[str]] = var(frozenset())
+    """The backends loading now."""
     refreshing = var(False)
-    """A load over a complete view: it stays shown until the new snapshot is whole."""
+    """Only loads over shown backends: they stay shown until their new lists are whole."""
     progress: var[tuple[int, int] | None] = var(None)
-    error: var[str | None] = var(None)
     bulk_progress = var("")
     """'Deleting 12 of 40…' while a change runs."""
     marked = var("")
     """'3 marked · 12.0 GiB': the marks' summary, kept with the marks and the snapshot."""
-    new_above: var[frozenset[str]] = var(frozenset())
+    new_above: var[frozenset[RowKey]] = var(frozenset())
     """New checkpoints that arrived above the view while the cursor was further down."""
     dropped_marks: var[tuple[str, frozenset[Hashable]] | None] = var(None)
     """Said once in the status line: marks dropped because their checkpoints went, and the
@@ -108,22 +111,52 @@ class MainScreen(Screen[None], inherit_bindings=False):
         self.services = services
         self.metric_key: str | None = None
         self.sorted_rows = SortedRows()
-        self.row_cache = RowCache()
+        self.row_caches: dict[str, RowCache] = {}
+        self.shown_catalog: FleetCatalog | None = None
+        """The fleet's runs and rows as one (None until a backend has sent some)."""
+        self.folded: frozenset[str] = frozenset()
+        """Backends whose runs the runs pane hides under their row."""
         self.feed = SnapshotFeed(self)
         self.changes = Changes(self)
 
     @property
-    def catalog(self) -> Catalog | None:
-        return None if self.snapshot is None else self.snapshot.catalog
+    def catalog(self) -> FleetCatalog | None:
+        return self.shown_catalog
+
+    @property
+    def several(self) -> bool:
+        """More than one backend is open: rows and runs say which one holds them."""
+        return len(self.services.connections) > 1
+
+    def row_cache_of(self, backend: str) -> RowCache:
+        """One cache per backend: its rows carry its name."""
+        cache = self.row_caches.get(backend)
+        if cache is None:
+            cache = self.row_caches[backend] = RowCache(backend)
+        return cache
 
     def compute_status(self) -> StatusFacts:
         """The status line's facts; Textual recomputes them whenever one of the vars changes."""
-        snapshot = self.snapshot
-        no_logs = snapshot is not None and snapshot.catalog.runs and not snapshot.discovery.log_dirs
+        fleet = self.fleet
+        snapshots = fleet.snapshots()
+        no_logs = any(s.catalog.runs for s in snapshots) and not any(
+            s.discovery.log_dirs for s in snapshots
+        )
+        partial = [
+            state.name
+            for state in fleet.states
+            if state.snapshot is not None
+            and state.snapshot.incomplete
+            and state.name not in self.fetching
+        ]
+        incomplete = (", ".join(partial) if self.several else "the list") if partial else ""
+        errors = tuple(
+            (name if self.several else "", error) for name, error in fleet.errors().items()
+        )
         return StatusFacts(
             browsing=self.state.describe(),
             view_counts=self.view_counts,
-            fetching=self.fetching,
+            fetching=bool(self.fetching),
             refreshing=self.refreshing,
             progress=self.progress,
             bulk_progress=self.bulk_progress,
@@ -131,26 +164,28 @@ class MainScreen(Screen[None], inherit_bindings=False):
             no_log_dirs=self.services.log_settings.nothing_found() if no_logs else "",
             dropped_marks="" if self.dropped_marks is None else self.dropped_marks[0],
             new_above=len(self.new_above),
-            incomplete=bool(snapshot and snapshot.incomplete),
-            error=self.error,
+            incomplete=incomplete,
+            errors=errors,
         )
 
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield HeaderLine(self.services, id="header-line").data_bind(snapshot=MainScreen.snapshot)
+        yield HeaderLine(self.services, id="header-line").data_bind(
+            fleet=MainScreen.fleet, fetching=MainScreen.fetching
+        )
         yield Static(id="too-small")
         with Vertical(id="body"):
-            yield FastTable[RunSummary](
+            yield FastTable[RunsEntry](
                 render.RUN_COLUMNS,
-                lambda run: self.run_cells(run),
-                attrgetter("run_id"),  # C-level: set_rows finds the cursor's key in O(n)
+                lambda entry: self.run_cells(entry),
+                run_key,  # C-level: set_rows finds the cursor's key in O(n)
                 id="runs",
             )
             with Vertical(id="lower"):
                 yield FastTable[CheckpointRow](
                     render.checkpoint_columns(None, False),
                     lambda row: self.checkpoint_cells(row),
-                    attrgetter("tinker_path"),  # C-level: ~2 ms less per 100,000-row set_rows
+                    row_key,  # C-level: ~2 ms less per 100,000-row set_rows
                     row_style=lambda row: "dim" if row.is_missing else None,
                     id="checkpoints",
                 )
@@ -164,7 +199,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         yield Footer()
 
     @property
-    def runs_table(self) -> FastTable[RunSummary]:
+    def runs_table(self) -> FastTable[RunsEntry]:
         return self.query_one("#runs", FastTable)
 
     @property
@@ -172,6 +207,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         return self.query_one("#checkpoints", FastTable)
 
     def on_mount(self) -> None:
+        self.fleet = Fleet.loading(self.services.backends)
         self.query_one("#filter", Input).display = False
         self.set_focus(self.checkpoints_table)
         self.load()
@@ -182,6 +218,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
 
     def on_resize(self) -> None:
         width, height = self.size
+        self.set_class(self.several, "-fleet")
         self.set_class(height < SHORT, "-narrow")
         self.set_class(height < TINY, "-tiny")
         too_small = width < MIN_WIDTH or height < MIN_HEIGHT
@@ -193,24 +230,31 @@ class MainScreen(Screen[None], inherit_bindings=False):
         self.refresh_views()
 
     # --- cells -------------------------------------------------------------------------------
-    def run_cells(self, run: RunSummary) -> list[Cell]:
+    def run_cells(self, entry: RunsEntry) -> list[Cell]:
         keys = [column.key for column in self.runs_table.columns]
-        return render.run_cells(run, self.services.clock.now(), keys)
+        states = {state.name: state for state in self.fleet.states}
+        return entry_cells(entry, self.services.clock.now(), keys, states)
 
     def checkpoint_cells(self, row: CheckpointRow) -> list[Cell]:
         keys = [column.key for column in self.checkpoints_table.columns]
         now = self.services.clock.now()
         cells = render.checkpoint_cells(row, self.metric_key, now, keys)
-        failure = self.changes.failures.get(row.tinker_path)
+        failure = self.changes.failures.get(row_key(row))
         if failure is not None and "flags" in keys:
             cells[keys.index("flags")] = Cell(f"✗ {failure}", "error")  # the last action's
         return cells
 
     # --- loading (the feed does the work; workers must belong to the screen) ----------------
-    @work(exclusive=True, group="load")
-    async def load(self) -> None:
-        """Fetch everything; the screen fills in as pages arrive and never blocks on the network."""
-        await self.feed.load()
+    def load(self) -> None:
+        """Load every backend side by side, one worker each (`r` retries failed ones too)."""
+        for name in self.fleet.names:
+            self.load_backend(name)
+
+    def load_backend(self, name: str) -> None:
+        """Fetch one backend; the screen fills in as pages arrive, never blocking."""
+        self.run_worker(
+            self.feed.load(name), group=f"load {name}", exclusive=True, description=f"load {name}"
+        )
 
     @work(exclusive=True, group="warm", thread=True, description="sort and index the rows")
     def warm_up(self) -> None:
@@ -224,8 +268,10 @@ class MainScreen(Screen[None], inherit_bindings=False):
             self.sorted_rows.warm(catalog, self.state)
 
     def poll_server(self) -> None:
-        if not self.fetching:
-            self.load()
+        """Reload each backend that is not loading already."""
+        for name in self.fleet.names:
+            if name not in self.fetching:
+                self.load_backend(name)
 
     @work(exclusive=True, group="logs", thread=True)
     def watch_log_dirs(self) -> None:
@@ -237,10 +283,10 @@ class MainScreen(Screen[None], inherit_bindings=False):
         """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
         self.feed.read_metrics(folder)
 
-    def show_complete(self, snapshot: Snapshot) -> None:
-        self.feed.show_complete(snapshot)
+    def show_complete(self, fleet: Fleet) -> None:
+        self.feed.show_complete(fleet)
 
-    def watch_snapshot(self) -> None:
+    def watch_fleet(self) -> None:
         self.show_marked()
 
     # --- showing -----------------------------------------------------------------------------
@@ -252,9 +298,16 @@ class MainScreen(Screen[None], inherit_bindings=False):
         catalog, state = self.catalog, self.state
         now = self.services.clock.now()
         runs, checkpoints = self.runs_table, self.checkpoints_table
+        priced = any(backend.rate is not None for backend in self.fleet.states)
         shown = show_panes(
-            runs, checkpoints, catalog, state, now, self.sorted_rows, self.size.width
+            runs, checkpoints, catalog, state, now, self.sorted_rows, self.size.width, priced
         )
+        if self.several and runs.display:  # each backend's row, loaded or not
+            show_groups(
+                runs, self.fleet, catalog, state, self.sorted_rows, self.folded, self.fetching
+            )
+        checkpoints.empty_message = self.empty_checkpoints_message()
+        runs.empty_message = self.nothing_found() or runs.empty_message
         if catalog is not None:
             self.metric_key, self.view_counts = shown
         self.update_details()
@@ -262,7 +315,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def update_details(self) -> None:
         row = self.checkpoints_table.cursor_value
         catalog = self.catalog
-        run = catalog.run(row.run_id) if (catalog and row) else None
+        run = catalog.run((row.backend, row.run_id)) if (catalog and row) else None
         metrics = self.feed.cached_metrics(run)
         pane = self.query_one(DetailsPane)
         pane.show(row, run, self.services.clock.now(), metrics)
@@ -271,7 +324,28 @@ class MainScreen(Screen[None], inherit_bindings=False):
 
     def show_marked(self) -> None:
         marks = self.checkpoints_table.marks
-        self.marked = marked_text(self.catalog, marks, self.services.storage_rate)
+        self.marked = marked_text(self.catalog, marks, self.fleet)
+
+    def empty_checkpoints_message(self) -> str:
+        """On a failed backend's row: its error and what to do; else the usual words."""
+        key = self.state.run_key
+        if self.state.view == "runs" and self.feed.on_backend_row(key) and key is not None:
+            state = self.fleet.state(key[0])
+            if state.error is not None:
+                return f"Press r to retry. {key[0]}: {state.error}"
+            if state.snapshot is None:
+                return f"{key[0]}: loading…"
+        if self.catalog is None:
+            return self.checkpoints_table.empty_message  # loading, or why none could load
+        return self.nothing_found() or "No checkpoints here."
+
+    def nothing_found(self) -> str | None:
+        """What one backend that holds nothing says (where it looked); None otherwise."""
+        catalog = self.catalog
+        if self.several or catalog is None or catalog.runs or self.feed.first_loads():
+            return None
+        client = self.services.client(self.fleet.names[0])
+        return client.backend.nothing_found()
 
     # --- the changes ---------------------------------------------------------------------------
     @work(group="bulk", description="apply an action")
@@ -281,9 +355,27 @@ class MainScreen(Screen[None], inherit_bindings=False):
     # --- events ------------------------------------------------------------------------------
     @on(FastTable.Highlighted, "#runs")
     def run_highlighted(self, event: FastTable.Highlighted) -> None:
-        run = event.row
-        if isinstance(run, RunSummary) and run.run_id != self.state.run_id:
-            self.state = replace(self.state, run_id=run.run_id)
+        entry = event.row
+        if isinstance(entry, (RunSummary, BackendGroup)) and run_key(entry) != self.state.run_key:
+            # a backend's row: all its checkpoints below
+            self.state = replace(self.state, run_key=run_key(entry))
+
+    @on(FastTable.Selected, "#runs")
+    def run_selected(self, event: FastTable.Selected) -> None:
+        """Enter on a backend's row folds or unfolds its runs."""
+        if isinstance(event.row, BackendGroup):
+            self.toggle_fold(event.row.backend)
+
+    def action_toggle_fold(self) -> None:
+        """`f` in the runs pane: fold or unfold the highlighted backend's runs."""
+        entry = self.runs_table.cursor_value
+        if self.several and entry is not None:
+            self.toggle_fold(entry.backend)
+
+    def toggle_fold(self, backend: str) -> None:
+        self.folded = self.folded ^ {backend}
+        self.refresh_views()
+        self.runs_table.move_cursor_to_key((backend, ""))
 
     @on(FastTable.Highlighted, "#checkpoints")
     def checkpoint_highlighted(self) -> None:
@@ -430,7 +522,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def action_mark_all(self) -> None:
         """Mark every stored checkpoint the view shows now (after the filter)."""
         table = self.checkpoints_table
-        shown = [row.tinker_path for row in table.rows if not row.is_missing]
+        shown = [row_key(row) for row in table.rows if not row.is_missing]
         table.set_marks(table.marks | set(shown))
 
     def action_clear_marks(self) -> None:

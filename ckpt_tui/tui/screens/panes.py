@@ -3,13 +3,17 @@ click on their headers sorts by."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ckpt_tui.catalog import Catalog, CheckpointRow, RunSummary
+from ckpt_tui.backends import Fleet
+from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.catalog.query import Sort, SortKey
 from ckpt_tui.tui import render
+from ckpt_tui.tui.fleet_view import FleetCatalog
+from ckpt_tui.tui.groups import RunsEntry, grouped_runs
 from ckpt_tui.tui.state import (
     BrowseState,
     RunSort,
@@ -22,6 +26,8 @@ from ckpt_tui.tui.state import (
 )
 from ckpt_tui.tui.widgets import Column, FastTable
 
+MAX_BACKEND_WIDTH = 16
+"""The backend column is as wide as the longest backend name, up to this."""
 RUN_SORT_COLUMNS: dict[str, RunSortKey] = {"name": "name", "size": "size", "expiry": "expiry"}
 """The runs pane's headers a click sorts by."""
 RUN_SORT_INDICATOR = {key: column for column, key in RUN_SORT_COLUMNS.items()}
@@ -55,29 +61,39 @@ def set_columns(table: FastTable[Any], columns: list[Column]) -> None:
 
 
 def show_panes(
-    runs_table: FastTable[RunSummary],
+    runs_table: FastTable[RunsEntry],
     table: FastTable[CheckpointRow],
-    catalog: Catalog | None,
+    catalog: FleetCatalog | None,
     state: BrowseState,
     now: datetime,
     sorted_rows: SortedRows,
     screen_width: int,
+    priced: bool = False,
 ) -> tuple[str | None, str]:
-    """Fill both tables for `state`; the metric column's key and the status line's counts."""
+    """Fill both tables for `state`; the metric column's key and the status line's counts.
+
+    With several backends the runs pane's rows come from `show_groups`; `priced`: some
+    backend has a storage rate (the runs pane shows costs).
+    """
     runs_table.display = state.view == "runs"
     # A pane that was hidden (views 2 and 3) has no width until the next layout: the
     # screen's is the one it will get, so the Base model column is not dropped.
     width = max(runs_table.size.width or screen_width, 40)
-    set_columns(runs_table, render.fit_columns(render.RUN_COLUMNS, width, render.RUN_DROPS))
+    run_columns = render.run_columns(priced)
+    set_columns(runs_table, render.fit_columns(run_columns, width, render.RUN_DROPS))
     if catalog is None:
         return None, ""
     metric_key = current_metric(catalog, state)
     if runs_table.display:
-        runs_table.set_rows(visible_runs(catalog, state, sorted_rows))
+        if not catalog.several:
+            runs_table.set_rows(visible_runs(catalog, state, sorted_rows))
         run_sort = state.run_sort
         column = RUN_SORT_INDICATOR.get(run_sort.key) if run_sort.key else None
         runs_table.set_sort_indicator(column, run_sort.reverse != (column == "size"))
-    columns = render.checkpoint_columns(metric_key, state.view != "runs")
+    spanning = state.view != "runs"  # the backend column when rows of several share the table
+    backends = catalog.fleet.names if spanning and catalog.several else ()
+    backend_width = min(max(map(len, backends), default=0), MAX_BACKEND_WIDTH)
+    columns = render.checkpoint_columns(metric_key, spanning, backend_width)
     rows = visible_rows(catalog, state, now, sorted_rows)
     width = max(table.size.width - 2, 40)  # a scrollbar may take 2
     set_columns(table, render.fit_columns(columns, width, wants=render.wanted_widths(rows)))
@@ -85,3 +101,19 @@ def show_panes(
     indicator = None if state.view == "expiring" else state.sort.key
     table.set_sort_indicator("metric" if indicator == "metric" else indicator, state.sort.reverse)
     return metric_key, counts_text(catalog, state, now, sorted_rows, rows)
+
+
+def show_groups(
+    runs_table: FastTable[RunsEntry],
+    fleet: Fleet,
+    catalog: FleetCatalog | None,
+    state: BrowseState,
+    sorted_rows: SortedRows,
+    folded: Collection[str],
+    loading: Collection[str],
+) -> None:
+    """The runs pane over several backends: each backend's row, loaded or not, its runs
+    (filtered and sorted as one backend's would be) below it unless folded."""
+    runs = visible_runs(catalog, state, sorted_rows) if catalog is not None else []
+    filtering = bool(state.filter_text)
+    runs_table.set_rows(grouped_runs(fleet, runs, folded, loading, filtering))

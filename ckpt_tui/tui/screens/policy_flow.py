@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from ckpt_tui.catalog import Catalog, RunSummary
+from ckpt_tui.catalog import RunSummary
 from ckpt_tui.ttl import format_duration
-from ckpt_tui.tui.bulk_action import BulkAction
+from ckpt_tui.tui.fleet_action import FleetAction
+from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, row_key, run_key
+from ckpt_tui.tui.owners import Targets
 from ckpt_tui.tui.screens.changes import Changes
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
 
@@ -23,22 +25,22 @@ class Selection:
     """What the user points at on the browse screen: marked checkpoints and the highlighted run."""
 
     marks: frozenset[Hashable] = frozenset()
-    highlighted_run: str | None = None
+    highlighted_run: RunKey | None = None
     """The run list's highlighted run in the by-run view, else the highlighted checkpoint's."""
 
 
-def policy_scope(selection: Selection, catalog: Catalog) -> tuple[list[RunSummary], str]:
+def policy_scope(selection: Selection, catalog: FleetCatalog) -> tuple[list[RunSummary], str]:
     """The runs a keep policy starts on, and how the dialog names them."""
     marks = selection.marks
     if marks:
-        run_ids = {catalog.row_by_path[key].run_id for key in marks if key in catalog.row_by_path}
-        runs = [run for run in catalog.runs if run.run_id in run_ids]
+        marked = [row for row in map(catalog.row, marks) if row is not None]
+        run_keys = {(row.backend, row.run_id) for row in marked}
+        runs = [run for run in catalog.runs if run_key(run) in run_keys]
         count = len(marks)
         noun = "checkpoint" if count == 1 else "checkpoints"
         holding = "the run" if len(runs) == 1 else f"the {len(runs)} runs"
         return runs, f"{holding} holding the {count:,} marked {noun}"
-    run_id = selection.highlighted_run
-    run = None if run_id is None else catalog.run(run_id)
+    run = catalog.run(selection.highlighted_run)
     if run is None:
         return list(catalog.runs), f"all {len(catalog.runs)} runs"
     return [run], run.display_name
@@ -47,11 +49,11 @@ def policy_scope(selection: Selection, catalog: Catalog) -> tuple[list[RunSummar
 def selection_of(changes: Changes) -> Selection:
     host = changes.host
     table, state = host.checkpoints_table, host.state
-    run_id = state.run_id
+    key = state.run_key
     if state.view != "runs":
         row = table.cursor_value
-        run_id = None if row is None else row.run_id
-    return Selection(table.marks, run_id)
+        key = None if row is None else (row.backend, row.run_id)
+    return Selection(table.marks, key)
 
 
 async def keep_policy_flow(changes: Changes) -> None:
@@ -59,26 +61,26 @@ async def keep_policy_flow(changes: Changes) -> None:
     if not changes.can_change("applying a keep policy"):
         return
     host = changes.host
-    snapshot = host.snapshot
-    if snapshot is None or not snapshot.catalog.runs:
+    catalog = host.catalog
+    if catalog is None or not catalog.runs:
         host.notify("Nothing loaded yet: wait for the runs to appear, then press k again.")
         return
-    if snapshot.incomplete:
+    partial = host.fleet.incomplete()
+    if partial:
         host.notify(
-            f"No keep policy on a partial list: {snapshot.incomplete}. Refresh (r) and try "
+            f"No keep policy on a partial list: {'; '.join(partial)}. Refresh (r) and try "
             "again once the whole list is read.",
             severity="warning",
             markup=False,
         )
         return
-    catalog = snapshot.catalog
     runs, label = policy_scope(selection_of(changes), catalog)
     services = changes.services
     dialog = KeepPolicyScreen(
         runs,
         label,
         services.clock.now(),
-        services.storage_rate,
+        {state.name: state.rate for state in host.fleet.states},
         all_runs=list(catalog.runs),
         backend=services.describe_backend(),
     )
@@ -88,12 +90,22 @@ async def keep_policy_flow(changes: Changes) -> None:
 
 
 async def carry_out(changes: Changes, outcome: PolicyOutcome) -> None:
-    rows = outcome.plan.to_delete
-    paths = [row.tinker_path for row in rows]
+    """Each backend's part to its owner; a read-only backend's part is left out, and said so."""
+    targets = Targets.split(outcome.plan.to_delete, changes.services.connections)
+    rows = targets.rows
+    if not rows:
+        changes.host.notify(
+            "Nothing to change: every checkpoint the policy would remove is on a read-only "
+            "backend.",
+            severity="warning",
+        )
+        return
     if outcome.mode == "ttl":
         seconds = outcome.ttl_seconds
         label = f"expire in {format_duration(seconds or 0)} (keep policy)"
-        changes.start(BulkAction("ttl", paths, label, dict.fromkeys(paths, seconds)))
+        changes.start(
+            FleetAction.of("ttl", rows, label, dict.fromkeys(map(row_key, rows), seconds))
+        )
         return
-    choice = await changes.host.app.push_screen_wait(changes.delete_dialog(rows))
-    changes.delete_chosen(paths, "delete (keep policy)", choice)
+    choice = await changes.host.app.push_screen_wait(changes.delete_dialog(targets))
+    changes.delete_chosen(rows, "delete (keep policy)", choice)

@@ -60,11 +60,20 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
         Binding("u", "choose('unpublish')", "Unpublish", show=False),
     ]
 
-    def __init__(self, rows: Sequence[CheckpointRow], backend: str, now: datetime) -> None:
+    def __init__(
+        self,
+        rows: Sequence[CheckpointRow],
+        where: str,
+        now: datetime,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        """`where`: 'on BACKEND', a line per backend when the rows span several; `warnings`:
+        e.g. a read-only backend's part that is left out."""
         super().__init__()
         self.private = [row for row in rows if not row.public]
         self.public = [row for row in rows if row.public]
-        self.backend = backend
+        self.where = where
+        self.warnings = list(warnings)
         self.now = now
 
     @property
@@ -78,7 +87,9 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
                 id="publish-title",
                 classes="dialog-title",
             )
-            yield Static(Text(f"on {self.backend}"), id="publish-backend", classes="dialog-backend")
+            yield Static(Text(self.where), id="publish-backend", classes="dialog-backend")
+            for line in self.warnings:
+                yield Static(Text(line), classes="warning")
             if self.private:
                 yield Static(Text("Becomes public:"), classes="publish-heading")
                 yield Static("", id="publish-private", classes="publish-rows")
@@ -106,7 +117,8 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
 
     def show_rows(self, height: int) -> None:
         """As many rows as fit: the buttons must stay on screen at 80x24."""
-        fixed = PUBLISH_FIXED_LINES + (2 if self.mixed else 0)
+        fixed = PUBLISH_FIXED_LINES + (2 if self.mixed else 0) + len(self.warnings)
+        fixed += self.where.count("\n")
         room = max(2, min(PREVIEW_ROWS, height - fixed))
         limit = max(1, room // 2) if self.mixed else room
         for rows, widget_id in (

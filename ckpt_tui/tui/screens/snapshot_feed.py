@@ -1,8 +1,10 @@
-"""Bringing snapshots to the browse screen: the first load page by page, refreshes, live
-training logs, and the loss curves' metrics.jsonl.
+"""Bringing every backend's snapshot to the browse screen: each backend loads on its own (its
+first load page by page), refreshes, live training logs, and the loss curves' metrics.jsonl.
 
 `SnapshotFeed` is a plain object the main screen owns; the screen runs its methods in its
-workers (a worker belongs to a Textual node) and shows what the feed hands it.
+workers (a worker belongs to a Textual node), one per backend, and shows the fleet the feed
+hands it: each load replaces only its own backend's entry, so one slow or failing backend
+never holds back the others.
 """
 
 from __future__ import annotations
@@ -10,19 +12,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 from dataclasses import replace
-from operator import attrgetter
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from ckpt_tui.backends import BackendState, Connection, Fleet
+from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
+from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot, backend_problems, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
+from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
+from ckpt_tui.tui.groups import RunsEntry
 from ckpt_tui.tui.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.screens.host import ScreenHost
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState
 from ckpt_tui.tui.widgets import FastTable
+from ckpt_tui.words import count_of
 
 SHOWN_PROBLEMS = 3
 """A notice of problems names this many; `ckpt-tui ls` lists them all."""
@@ -32,19 +40,19 @@ class Host(ScreenHost, Protocol):
     """What the feed needs from the screen it feeds."""
 
     state: BrowseState
-    snapshot: Snapshot | None
-    fetching: bool
+    fleet: Fleet
+    shown_catalog: FleetCatalog | None
+    fetching: frozenset[str]
     refreshing: bool
     progress: tuple[int, int] | None
-    error: str | None
-    new_above: frozenset[str]
+    new_above: frozenset[RowKey]
     dropped_marks: tuple[str, frozenset[Hashable]] | None
 
     @property
-    def runs_table(self) -> FastTable[RunSummary]: ...
+    def runs_table(self) -> FastTable[RunsEntry]: ...
 
     def warm_up(self) -> object:
-        """Sort and index the current snapshot's rows in a worker thread."""
+        """Sort and index the current snapshots' rows in a worker thread."""
         ...
 
     def update_details(self) -> None: ...
@@ -57,98 +65,188 @@ def problems_notice(problems: list[str]) -> str:
 
 
 class SnapshotFeed:
-    """Loads snapshots for the screen `host` and shows them there."""
+    """Loads each backend's snapshots for the screen `host` and shows them there."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
         self.whole_shown = False
-        """The view shows a complete snapshot (not the first load's pages so far)."""
-        self.reported_problems: set[str] = set()
+        """The view shows whole snapshots (not a first load's pages so far)."""
+        self.reported_problems: dict[str, set[str]] = {}
+        self.progress: dict[str, tuple[int, int]] = {}
+        self.loads: dict[str, int] = {}
+        """Each backend loading now, with its load's number (a restarted load is a new one)."""
+        self.loads_started = 0
 
     @property
     def services(self) -> Services:
         return self.host.services
 
+    @property
+    def several(self) -> bool:
+        return len(self.services.connections) > 1
+
+    def named(self, backend: str) -> str:
+        """'box1: ' before what a backend says, when several are open."""
+        return f"{backend}: " if self.several else ""
+
     # --- loading -----------------------------------------------------------------------------
-    async def load(self) -> None:
-        """Fetch everything; the screen fills in as pages arrive and never blocks on the network."""
+    def first_loads(self) -> list[str]:
+        """Backends loading with nothing to show yet: their pages fill in as they arrive."""
+        fleet = self.host.fleet
+        return [name for name in self.loads if fleet.state(name).snapshot is None]
+
+    def loading_changed(self) -> None:
+        """The screen's loading vars, from every backend's load."""
         host = self.host
-        host.fetching, host.progress = True, None
-        # The first load fills the screen in page by page; a refresh keeps showing the
-        # current snapshot until the new one is whole, so rows, totals and the cursor never
-        # fall back to a first page's worth.
-        host.refreshing = host.snapshot is not None
-        fill_in = None if host.refreshing else self.apply_page
-        services = self.services
+        first = self.first_loads()
+        names = first or list(self.loads)
+        counts = [self.progress[name] for name in names if name in self.progress]
+        progress = (sum(c[0] for c in counts), sum(c[1] for c in counts)) if counts else None
+        host.fetching, host.refreshing, host.progress = frozenset(self.loads), not first, progress
+
+    async def load(self, name: str) -> None:
+        """Fetch one backend; its rows fill in as pages arrive, and no backend waits for it.
+
+        A refresh keeps showing the backend's current snapshot until the new one is whole, so
+        rows, totals and the cursor never fall back to a first page's worth.
+        """
+        host = self.host
+        self.loads_started += 1
+        number = self.loads[name] = self.loads_started
+        self.progress.pop(name, None)
+        self.loading_changed()
+        connection = self.services.connections[name]
+        if connection.problem is not None:  # e.g. its key variable is unset: nothing is sent
+            self.show_problem(name, connection.problem)
+            return
+        fill_in = None if host.fleet.state(name).snapshot else partial(self.apply_page, name)
+        rating = asyncio.ensure_future(resolve_rate(connection))  # side by side with the load
         try:
-            client = await services.get_client()
             snapshot = await load_snapshot(
-                client, services.log_settings, self.on_progress, fill_in, host.row_cache
+                connection.client,
+                self.services.log_settings,
+                partial(self.on_progress, name),
+                fill_in,
+                self.row_cache(name),
+                own_logs_only=self.several,
             )
+            rate, source = await rating
         except ClientError as exc:
-            self.show_error(exc.message)
+            rating.cancel()
+            self.show_error(name, exc)
         else:
-            host.error = None
-            self.show_complete(snapshot)
-            if snapshot.complete:  # a partial list cannot tell what is gone
-                self.drop_gone_marks()
-            if await asyncio.to_thread(refresh_metrics, services.metrics_cache):
-                host.update_details()  # a refresh reads the loss curves' new lines too
-            if snapshot.incomplete:
-                host.notify(
-                    f"{snapshot.incomplete}.\nNothing is marked missing, and keep policies are "
-                    "off until a refresh (r) reads the whole list.",
-                    title="Incomplete list",
-                    severity="warning",
-                    markup=False,
-                )
-            self.report_problems(snapshot)
+            state = host.fleet.state(name).replace(
+                snapshot=snapshot,
+                error=None,
+                complete=snapshot.complete,
+                rate=rate,
+                rate_source=source,
+            )
+            await self.loaded(state)
+            # The view is whole already; the header's latency follows one request later.
+            await self.measure(name, connection)
         finally:
-            host.fetching = False
+            if self.loads.get(name) == number:
+                del self.loads[name]
+                self.loading_changed()
 
-    def on_progress(self, loaded: int, total: int) -> None:
-        self.host.progress = (loaded, total)
+    def row_cache(self, backend: str) -> RowCache:
+        return self.host.row_cache_of(backend)
 
-    def show_error(self, message: str) -> None:
+    def on_progress(self, name: str, loaded: int, total: int) -> None:
+        self.progress[name] = (loaded, total)
+        self.loading_changed()
+
+    async def measure(self, name: str, connection: Connection) -> None:
+        try:
+            latency = await measure_latency(connection.client, self.services.clock)
+        except ClientError:
+            return  # it answered the whole load: one failed extra request changes nothing
+        state = self.host.fleet.state(name)
+        self.apply_fleet(self.host.fleet.with_backend(name, state.replace(latency=latency)))
+
+    async def loaded(self, state: BackendState) -> None:
+        snapshot = state.snapshot
+        assert snapshot is not None
+        self.show_complete(self.host.fleet.with_backend(state.name, state))
+        if snapshot.complete:  # a partial list cannot tell what is gone
+            self.drop_gone_marks(state.name)
+        if await asyncio.to_thread(refresh_metrics, self.services.metrics_cache):
+            self.host.update_details()  # a refresh reads the loss curves' new lines too
+        if snapshot.incomplete:
+            self.host.notify(
+                f"{self.named(state.name)}{snapshot.incomplete}.\nNothing is marked missing, "
+                "and keep policies are off until a refresh (r) reads the whole list.",
+                title="Incomplete list",
+                severity="warning",
+                markup=False,
+            )
+        self.report_problems(state.name, snapshot)
+
+    def show_error(self, name: str, exc: ClientError) -> None:
+        self.show_problem(name, failure_text(exc))
+
+    def show_problem(self, name: str, message: str) -> None:
+        """The backend's entry says what went wrong and what to do; the others stay shown."""
         host = self.host
-        host.error = message
+        state = host.fleet.state(name).replace(error=message, complete=False)
+        self.apply_fleet(host.fleet.with_backend(name, state))
         hint = "Press r to retry."
-        if host.snapshot is None:
-            host.checkpoints_table.empty_message = f"{hint} {message}"
-            host.runs_table.empty_message = "No runs: the backend could not be reached."
-        host.notify(f"{message}\n{hint}", title="Backend error", severity="error", markup=False)
+        if host.shown_catalog is None:
+            host.checkpoints_table.empty_message = f"{hint} {self.named(name)}{message}"
+            nobody = "no backend could" if self.several else "the backend could not"
+            host.runs_table.empty_message = f"No runs: {nobody} be reached."
+        title = f"Backend {name}: error" if self.several else "Backend error"
+        host.notify(f"{message}\n{hint}", title=title, severity="error", markup=False)
 
-    def report_problems(self, snapshot: Snapshot) -> None:
-        """Say what the backend could not read (a broken run.json, an unreadable file), once
+    def report_problems(self, name: str, snapshot: Snapshot) -> None:
+        """Say what a backend could not read (a broken run.json, an unreadable file), once
         per problem; the rows stay listed, with the reason in their metadata."""
         problems = backend_problems(snapshot.runs, snapshot.checkpoints)
-        new = [problem for problem in problems if problem not in self.reported_problems]
-        self.reported_problems = set(problems)
+        said = self.reported_problems.get(name, set())
+        new = [problem for problem in problems if problem not in said]
+        self.reported_problems[name] = set(problems)
         if new:
-            title = f"{len(new)} problem{'s' if len(new) > 1 else ''} reading the backend's files"
+            title = f"{count_of(len(new), 'problem')} reading the backend's files"
+            title = f"{self.named(name)}{title}"
             self.host.notify(problems_notice(new), title=title, severity="warning", markup=False)
 
     # --- showing -----------------------------------------------------------------------------
-    def apply_snapshot(self, snapshot: Snapshot) -> None:
-        """Show a (possibly partial) snapshot, keeping cursor, filter, sort and marks."""
+    def apply_fleet(self, fleet: Fleet) -> None:
+        """Show a fleet (some backends partial, loading or failed), keeping cursor, filter,
+        sort and marks."""
         host = self.host
-        host.snapshot = snapshot
-        runs = snapshot.catalog.runs
-        run_id = host.state.run_id
-        if run_id is None or snapshot.catalog.run(run_id) is None:
-            run_id = runs[0].run_id if runs else None
-        host.checkpoints_table.empty_message = "No checkpoints here."
-        host.runs_table.empty_message = "No runs."
+        if not host.is_attached:
+            return  # a load that ended after the screen went (e.g. as the app quits)
+        catalog = FleetCatalog(fleet) if fleet.snapshots() else None
+        host.shown_catalog = catalog
+        host.fleet = fleet
+        run = host.state.run_key
+        if catalog is not None and catalog.run(run) is None and not self.on_backend_row(run):
+            run = self.first_run_key(catalog)
         # The same choices over the new rows: assigning the state refreshes the panes.
-        host.state = replace(host.state, run_id=run_id)
+        host.state = replace(host.state, run_key=run)
 
-    def apply_page(self, snapshot: Snapshot) -> None:
-        """Show the first load's pages so far."""
+    def first_run_key(self, catalog: FleetCatalog) -> RunKey | None:
+        """Where the runs pane starts: the first backend's row (all its checkpoints below)
+        when several are open, else the first run."""
+        if self.several:
+            return (self.host.fleet.names[0], "")
+        return run_key(catalog.runs[0]) if catalog.runs else None
+
+    def on_backend_row(self, key: RunKey | None) -> bool:
+        """`key` names a backend's own row in the runs pane (several backends only)."""
+        return self.several and key is not None and key[1] == "" and key[0] in self.host.fleet.names
+
+    def apply_page(self, name: str, snapshot: Snapshot) -> None:
+        """Show a backend's first load's pages so far."""
         self.whole_shown = False
-        self.apply_snapshot(snapshot)
+        state = self.host.fleet.state(name).replace(snapshot=snapshot)
+        self.apply_fleet(self.host.fleet.with_backend(name, state))
 
-    def show_complete(self, snapshot: Snapshot) -> None:
-        """Show a whole snapshot, then sort and index it ahead of the key presses.
+    def show_complete(self, fleet: Fleet) -> None:
+        """Show a fleet whose loaded backends are whole, then sort and index it ahead of the
+        key presses.
 
         New rows stay in sight: with the cursor on the first row the view follows the top
         (as `tail -f` does); otherwise it stays and the status line counts the new rows above.
@@ -156,40 +254,35 @@ class SnapshotFeed:
         host = self.host
         table = host.checkpoints_table
         at_top = table.cursor_row == 0
-        before = set(map(attrgetter("tinker_path"), table.rows)) if self.whole_shown else None
-        self.apply_snapshot(snapshot)
-        self.whole_shown = True
+        before = set(map(row_key, table.rows)) if self.whole_shown else None
+        self.apply_fleet(fleet)
+        self.whole_shown = not self.first_loads()
         if before is not None:
             self.follow_new_rows(at_top, before)
-        if not snapshot.catalog.runs:
-            nothing = self.services.backend.nothing_found()
-            host.runs_table.empty_message = table.empty_message = nothing
         host.warm_up()
 
-    def follow_new_rows(self, at_top: bool, before: set[str]) -> None:
+    def follow_new_rows(self, at_top: bool, before: set[RowKey]) -> None:
         host = self.host
         table = host.checkpoints_table
         if at_top:
             table.move_cursor(0)
             host.new_above = frozenset()
         else:
-            above = table.rows[: table.cursor_row]
-            new = {row.tinker_path for row in above if row.tinker_path not in before}
-            host.new_above = host.new_above | new
+            above = map(row_key, table.rows[: table.cursor_row])
+            host.new_above = host.new_above | {key for key in above if key not in before}
 
-    def drop_gone_marks(self) -> None:
-        """Unmark checkpoints the server no longer has (a trainer deleted a rolling one)."""
+    def drop_gone_marks(self, backend: str) -> None:
+        """Unmark checkpoints a backend no longer has (a trainer deleted a rolling one)."""
         host = self.host
-        snapshot, table = host.snapshot, host.checkpoints_table
-        marks = table.marks
-        if snapshot is None or not marks:
+        catalog, table = host.shown_catalog, host.checkpoints_table
+        marks = {key for key in table.marks if isinstance(key, tuple) and key[0] == backend}
+        if catalog is None or not marks:
             return
-        rows = snapshot.catalog.row_by_path
-        gone = {key for key in marks if (row := rows.get(str(key))) is None or row.is_missing}
+        gone = {key for key in marks if (row := catalog.row(key)) is None or row.is_missing}
         if gone:
-            left = marks - gone
+            left = table.marks - gone
             table.set_marks(left)
-            count = f"{len(gone)} marked checkpoint{'s' if len(gone) > 1 else ''}"
+            count = count_of(len(gone), "marked checkpoint")
             host.dropped_marks = (f"{count} no longer stored: unmarked", left)
 
     # --- live training logs (these run in worker threads) -------------------------------------
@@ -197,18 +290,21 @@ class SnapshotFeed:
         """Re-read training logs that grew (a run writing checkpoints right now), and the
         tail of every metrics.jsonl shown so far (the loss curve is live)."""
         host = self.host
-        snapshot = host.snapshot
-        if snapshot is not None and not host.fetching:
-            joined = refresh_log_dirs(snapshot, host.row_cache)
-            if joined is not None:
-                host.app.call_from_thread(self.show_newer, snapshot, joined)
+        for state in host.fleet.states:
+            snapshot = state.snapshot
+            if snapshot is not None and state.name not in self.loads:
+                joined = refresh_log_dirs(snapshot, self.row_cache(state.name))
+                if joined is not None:
+                    host.app.call_from_thread(self.show_newer, state.name, snapshot, joined)
         if refresh_metrics(self.services.metrics_cache):
             host.app.call_from_thread(host.update_details)
 
-    def show_newer(self, base: Snapshot, snapshot: Snapshot) -> None:
+    def show_newer(self, name: str, base: Snapshot, snapshot: Snapshot) -> None:
         """Show `snapshot`, made from `base`, unless another one replaced `base` meanwhile."""
-        if self.host.snapshot is base:
-            self.show_complete(snapshot)
+        fleet = self.host.fleet
+        state = fleet.state(name)
+        if state.snapshot is base:
+            self.show_complete(fleet.with_backend(name, state.replace(snapshot=snapshot)))
 
     def cached_metrics(self, run: RunSummary | None) -> Metrics | None:
         if run is None or run.log_dir is None:

@@ -29,6 +29,7 @@ from ckpt_tui.ttl import (
     format_exact,
     parse_ttl,
 )
+from ckpt_tui.tui.fleet_view import RowKey, row_key
 
 DAY = 86400
 PREVIEW_ROWS = 8
@@ -57,11 +58,11 @@ PRESETS: tuple[TtlChoice, ...] = (
 
 @dataclass(frozen=True)
 class TtlPlan:
-    """The TTL to send per tinker path (None: never expire) and the expiry each one will get."""
+    """The TTL to send per row key (None: never expire) and the expiry each one will get."""
 
     label: str
-    ttl_for: dict[str, int | None]
-    expires_for: dict[str, datetime | None]
+    ttl_for: dict[RowKey, int | None]
+    expires_for: dict[RowKey, datetime | None]
 
 
 def typed_choice(text: str, now: datetime) -> TtlChoice:
@@ -83,8 +84,8 @@ def ttl_seconds_for(row: CheckpointRow, choice: TtlChoice, now: datetime) -> int
 
 def make_plan(rows: Sequence[CheckpointRow], choice: TtlChoice, now: datetime) -> TtlPlan:
     """The plan for every stored row (missing ones are skipped); TtlError names a row past 10y."""
-    ttl_for: dict[str, int | None] = {}
-    expires_for: dict[str, datetime | None] = {}
+    ttl_for: dict[RowKey, int | None] = {}
+    expires_for: dict[RowKey, datetime | None] = {}
     for row in rows:
         if row.is_missing:
             continue
@@ -92,15 +93,17 @@ def make_plan(rows: Sequence[CheckpointRow], choice: TtlChoice, now: datetime) -
             seconds = ttl_seconds_for(row, choice, now)
         except TtlError as exc:
             raise TtlError(f"{row.name} of {row.run_name}: {exc}") from exc
-        ttl_for[row.tinker_path] = seconds
-        expires_for[row.tinker_path] = None if seconds is None else now + timedelta(seconds=seconds)
+        key = row_key(row)
+        ttl_for[key] = seconds
+        expires_for[key] = None if seconds is None else now + timedelta(seconds=seconds)
     return TtlPlan(choice.label, ttl_for, expires_for)
 
 
 def new_expiry_text(row: CheckpointRow, plan: TtlPlan) -> Text:
-    if row.tinker_path not in plan.expires_for:
+    key = row_key(row)
+    if key not in plan.expires_for:
         return Text("not stored: skipped", style="dim")
-    new = plan.expires_for[row.tinker_path]
+    new = plan.expires_for[key]
     if new is None:
         return Text("stays never" if row.expires_at is None else "never", style="bold")
     return Text(format_exact(new), style="bold")
@@ -131,9 +134,7 @@ def plan_summary(rows: Sequence[CheckpointRow], plan: TtlPlan) -> Text:
     count = len(plan.ttl_for)
     text = Text(f"{plan.label}: {count} checkpoint{'s' if count != 1 else ''}", style="bold")
     if plan.label.startswith("Extend"):
-        staying = sum(
-            1 for row in rows if row.tinker_path in plan.ttl_for and row.expires_at is None
-        )
+        staying = sum(1 for row in rows if row_key(row) in plan.ttl_for and row.expires_at is None)
         if staying:
             verbs = "expires and stays" if staying == 1 else "expire and stay"
             text.append(f" ({staying} never {verbs} so)", style="")
@@ -151,11 +152,20 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         *(Binding(str(n), f"pick({n - 1})", show=False) for n in range(1, len(PRESETS) + 1)),
     ]
 
-    def __init__(self, rows: Sequence[CheckpointRow], now: datetime, backend: str) -> None:
+    def __init__(
+        self,
+        rows: Sequence[CheckpointRow],
+        now: datetime,
+        where: str,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        """`where`: 'on BACKEND', a line per backend when the rows span several; `warnings`:
+        e.g. a read-only backend's part that is left out."""
         super().__init__()
         self.rows = list(rows)
         self.now = now
-        self.backend = backend
+        self.where = where
+        self.warnings = list(warnings)
         self.use_typed = False
         self.plan: TtlPlan | None = None
         self.limit = PREVIEW_ROWS
@@ -165,7 +175,9 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         with Vertical(id="ttl-box", classes="dialog-box"):
             title = f"Set the expiry of {count} checkpoint{'s' if count != 1 else ''}"
             yield Static(Text(title), id="ttl-title", classes="dialog-title")
-            yield Static(Text(f"on {self.backend}"), id="ttl-backend", classes="dialog-backend")
+            yield Static(Text(self.where), id="ttl-backend", classes="dialog-backend")
+            for line in self.warnings:
+                yield Static(Text(line), classes="warning")
             with Horizontal(id="ttl-choices"):
                 prompts = [f"{n}  {preset.label}" for n, preset in enumerate(PRESETS, 1)]
                 yield OptionList(*prompts, id="ttl-presets")
@@ -192,7 +204,8 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         self.refresh_plan()
 
     def fit_to(self, height: int) -> None:
-        self.limit = max(2, min(PREVIEW_ROWS, height - TTL_FIXED_LINES))
+        fixed = TTL_FIXED_LINES + len(self.warnings) + self.where.count("\n")
+        self.limit = max(2, min(PREVIEW_ROWS, height - fixed))
 
     # --- choosing ----------------------------------------------------------------------------
     def current_choice(self) -> TtlChoice:

@@ -6,25 +6,32 @@ Both are fixed-height lines: an update needs no layout pass (one costs ~25 ms pe
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from ckpt_tui.catalog.snapshot import Snapshot
+from ckpt_tui.backends import Fleet
+from ckpt_tui.tui.fleet_view import FleetCatalog
 from ckpt_tui.tui.services import Services
-from ckpt_tui.tui.status import StatusFacts, header_text, status_text
+from ckpt_tui.tui.status import StatusFacts, fleet_header, header_text, status_text
 
 
 class HeaderLine(Static):
-    """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND'."""
+    """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND';
+    with several backends, the totals for all, then each backend's state and latency."""
 
-    # always_update: a new snapshot is never compared with the old one row by row.
-    snapshot: reactive[Snapshot | None] = reactive(None, layout=False, always_update=True)
+    # always_update: a new fleet is never compared with the old one row by row.
+    fleet: reactive[Fleet] = reactive(lambda: Fleet(()), layout=False, always_update=True)
+    fetching: reactive[frozenset[str]] = reactive(frozenset(), layout=False)
 
     def __init__(self, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.services = services
 
-    def watch_snapshot(self) -> None:
+    def watch_fleet(self) -> None:
+        self.show()
+
+    def watch_fetching(self) -> None:
         self.show()
 
     def on_resize(self) -> None:
@@ -32,16 +39,27 @@ class HeaderLine(Static):
 
     def show(self) -> None:
         services = self.services
-        header = header_text(
-            services.describe_backend(),
-            None if self.snapshot is None else self.snapshot.catalog,
+        if len(services.connections) > 1:
+            now, width = services.clock.now(), self.size.width
+            header = fleet_header(self.fleet, now, width, self.fetching, services.readonly)
+        else:
+            header = self.one_backend()
+        self.update(header, layout=False)
+
+    def one_backend(self) -> Text:
+        """The header of the one backend open: its totals, then where it is."""
+        services, fleet = self.services, self.fleet
+        state = fleet.states[0] if fleet.states else None
+        client = next(iter(services.connections.values())).client
+        return header_text(
+            client.describe(),
+            FleetCatalog(fleet) if fleet.snapshots() else None,
             services.clock.now(),
-            services.storage_rate,
+            state.rate if state is not None else None,
             self.size.width,
-            services.backend.short_name(),
+            client.backend.short_name(),
             readonly=services.readonly,
         )
-        self.update(header, layout=False)
 
 
 class StatusLine(Static):
