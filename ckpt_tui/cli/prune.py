@@ -38,7 +38,7 @@ from ckpt_tui.client import CheckpointClient, run_bulk
 from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
-from ckpt_tui.policy.fleet import Part, plan_fleet
+from ckpt_tui.policy.fleet_plan import Part, plan_fleet
 from ckpt_tui.words import count_of
 
 NOTHING_SELECTED = (

@@ -15,7 +15,7 @@ from ckpt_tui.api_types import format_time
 from ckpt_tui.cli.documents.listing import aligned, opt_time, write_json
 from ckpt_tui.client import Outcome
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
-from ckpt_tui.policy.fleet import Part
+from ckpt_tui.policy.fleet_plan import Part
 from ckpt_tui.policy.rules import Decision, KeepPolicy, Plan, RunPlan
 from ckpt_tui.sizes import SizeTotal, format_size, format_total, sum_totals
 from ckpt_tui.words import count_of
