@@ -29,7 +29,7 @@ import gc
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import cast
@@ -140,9 +140,15 @@ class PageSource:
     async def read_all_training_runs(self, project_id: str | None = None) -> Listing[TrainingRun]:
         return Listing(self.runs, complete=True)
 
-    async def read_all_checkpoints(self, on_page: OnPage[Checkpoint]) -> Listing[Checkpoint]:
+    async def read_all_checkpoints(
+        self,
+        on_page: OnPage[Checkpoint],
+        known: Callable[[list[Checkpoint]], list[Checkpoint]] | None = None,
+    ) -> Listing[Checkpoint]:
         async for page in self.iter_checkpoint_pages():
-            await on_page(page)
+            await on_page(
+                page if known is None else Page(known(page.items), page.offset, page.total)
+            )
         return Listing(self.checkpoints, complete=True)
 
     async def iter_checkpoint_pages(self) -> AsyncIterator[Page[Checkpoint]]:
