@@ -200,7 +200,6 @@ def main() -> None:
             "PATH": os.environ.get("PATH", ""),
             "HOME": home,
             "TINKER_COOKBOOK_RUNS_DIR": str(Path(home) / "no-runs"),
-            "TINKER_API_KEY": "tml-bench",
         }
         with served(args.store, args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
             url = f"http://{LOOPBACK}:{proxy.port}"
@@ -212,12 +211,15 @@ def main() -> None:
                 commands["tinker checkpoint list"] = [
                     tinker, "-f", "json", "checkpoint", "list", "--limit", "0"
                 ]  # fmt: skip
-            tinker_env = {**env, "TINKER_BASE_URL": url}
+            # The same server through the same proxy: ckpt-tui by --url (no Tinker variables,
+            # which would add the hosted service as a second backend), tinker by its variables.
+            tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
             results: dict[str, list[RunResult]] = {name: [] for name in commands}
             for rep in range(args.reps):  # interleaved, so load on the machine hits each alike
                 for number, (name, argv) in enumerate(commands.items()):
                     output = Path(home) / f"output-{rep}-{number}.json"
-                    results[name].append(run_once(argv, tinker_env, output))
+                    uses = tinker_env if name == "tinker checkpoint list" else env
+                    results[name].append(run_once(argv, uses, output))
         report(results, args.latency)  # reads the outputs only now, to stay small meanwhile
 
 

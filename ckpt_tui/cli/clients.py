@@ -14,8 +14,6 @@ from pathlib import Path
 import httpx
 
 from ckpt_tui.client import Backend, CheckpointClient, ConnectionFailed, RetryPolicy, Timeouts
-from ckpt_tui.server import create_app
-from ckpt_tui.store import Store, StoreError
 
 
 async def open_client(
@@ -71,6 +69,10 @@ def local_transport(
 ) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
     """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper),
     and what closes the store. A read-only client opens the store read-only."""
+    # Imported here: a client of a URL (`ls --url`, the TUI) needs neither (50 ms of imports).
+    from ckpt_tui.server import create_app
+    from ckpt_tui.store import Store, StoreError
+
     try:
         # browsing writes nothing; read-only writes nothing at all (no sweep either)
         readonly_or_detect = True if readonly else None

@@ -32,3 +32,16 @@ def test_the_command_line_starts_without_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_listing_a_server_imports_no_store_server_or_web_framework() -> None:
+    """`ls --url` starts in a fraction of a second only if it imports what it uses (the store,
+    the server and Starlette took 50 ms; a local store imports them when it is opened)."""
+    uses = "import ckpt_tui.cli, ckpt_tui.cli.ls, ckpt_tui.backends.load, ckpt_tui.cli.documents"
+    heavy = ("ckpt_tui.store", "ckpt_tui.server", "starlette", "uvicorn", "textual")
+    listing = f"sorted(m for m in sys.modules if m.startswith({heavy!r}))"
+    code = f"{uses}\nimport sys\nprint({listing})"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stdout
