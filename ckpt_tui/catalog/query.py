@@ -67,7 +67,7 @@ def has_value(rows: Sequence[CheckpointRow], sort: Sort) -> list[bool]:
             return [False] * len(rows)
         return [row.metrics.get(metric) is not None for row in rows]
     # map(is_not, ...) over an attrgetter: no slower than a comprehension calling the getter
-    # (6.9 against 7.0 ms at 100,000 rows, benchmarks/bench_catalog_idioms.py)
+    # at 100,000 rows (benchmarks/bench_catalog_idioms.py)
     return list(map(is_not, map(attrgetter(SORT_ATTRIBUTES[sort.key]), rows), repeat(None)))
 
 
@@ -77,8 +77,8 @@ def sort_rows(rows: Sequence[CheckpointRow], sort: Sort) -> list[CheckpointRow]:
     if all(present):
         valued, empty = list(rows), []
     else:
-        # compress: no slower than comprehensions over zip(rows, present) (15.4 against
-        # 16.2 ms at 100,000 rows, benchmarks/bench_catalog_idioms.py)
+        # compress: faster than comprehensions over zip(rows, present) at 100,000 rows
+        # (benchmarks/bench_catalog_idioms.py)
         valued = list(compress(rows, present))
         empty = list(compress(rows, map(not_, present)))
     valued.sort(key=value_getter(sort), reverse=sort.reverse)  # type: ignore[arg-type]
