@@ -10,7 +10,8 @@
   "tinker" when it has a credential or `$TINKER_BASE_URL` is set, unless `no_tinker`.
 - `--api-key` is the key of the one --url given; with no --url it is the Tinker
   connection's. A --url server never gets the Tinker connection's key (that would hand the
-  hosted service's key to another machine); a configured one gets its api_key_env or
+  hosted service's key to another machine), unless it is the Tinker connection's own URL (it
+  is then opened once, under the --url's name); a configured one gets its api_key_env or
   api_key_file.
 
 Pure data: no client is made here (the command line does that).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -122,8 +123,31 @@ def resolve(
         setups += [configured_setup(c, wanted, env) for c in config.backends]
     if from_command_line:
         setups += command_line_setups(wanted, {setup.backend.name for setup in setups})
+    setups = tinker_named_again(setups)
     check_unique(setups)
     return setups
+
+
+def tinker_named_again(setups: list[Setup]) -> list[Setup]:
+    """The Tinker connection once: when a --url or the config names its URL too, that
+    backend is the one kept, and without a key of its own it uses the Tinker connection's
+    (it is the server that key is for: `TINKER_BASE_URL=URL ckpt-tui --url URL`)."""
+    tinker = next((s for s in setups if s.backend.name == TINKER and s.problem is None), None)
+    if tinker is None:
+        return setups
+    same = [s for s in setups if s is not tinker and s.backend.location == tinker.backend.location]
+    if not same:
+        return setups
+    kept = []
+    for setup in setups:
+        if setup is tinker:
+            continue
+        endpoint = setup.endpoint
+        if setup in same and endpoint.credential() is None and setup.problem is None:
+            endpoint = replace(tinker.endpoint, project=endpoint.project)
+            setup = replace(setup, endpoint=endpoint)
+        kept.append(setup)
+    return kept
 
 
 def picked(names: Sequence[str], config: Config | None) -> list[ConfiguredBackend]:

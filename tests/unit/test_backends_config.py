@@ -216,3 +216,15 @@ def test_backend_picks_configured_ones_and_tinker_only_when_named(tmp_path: Path
         names(Wanted(names=("tinker",)), {}, tmp_path, config)
     with pytest.raises(SetupError, match="--backend tinker asks for the Tinker connection"):
         names(Wanted(names=("tinker",), no_tinker=True), ENV_TINKER, tmp_path, config)
+
+
+def test_a_url_that_is_the_tinker_connections_opens_once(tmp_path: Path) -> None:
+    """`TINKER_BASE_URL=URL ckpt-tui --url URL`: one backend, with the key that URL is for."""
+    url = ENV_TINKER["TINKER_BASE_URL"]
+    [one] = resolve(Wanted(urls=(url,)), None, ENV_TINKER, tmp_path / "no-creds")
+    assert one.backend.name == "127.0.0.1-8750" and one.endpoint.api_key == "tml-env"
+    [keyed] = resolve(Wanted(urls=(f"me={url}",), api_key="tml-own"), None, ENV_TINKER)
+    assert keyed.backend.name == "me" and keyed.endpoint.api_key == "tml-own"
+    config = parse_config(f'[backends.box]\nurl = "{url}"\n'.encode(), tmp_path / "c.toml")
+    [configured] = resolve(Wanted(), config, ENV_TINKER, tmp_path / "no-creds")
+    assert configured.backend.name == "box" and configured.endpoint.api_key == "tml-env"
