@@ -27,6 +27,8 @@ API_KEY_ENV = "CKPT_TUI_API_KEY"
 DEFAULT_JWT_LIFETIME = 900
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
+LISTEN_BACKLOG = 2048
+"""Connections that may wait to be accepted (uvicorn's own default)."""
 USAGE_ERROR = 2
 
 DESCRIPTION = f"""\
@@ -179,7 +181,9 @@ def prepare_store_dir(raw: str, readonly: bool = False) -> Path:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind now, so a busy port is a clear error before anything else starts.
+    """Bind and listen now, so a busy port is a clear error before anything else starts, and
+    a client that reads the start line and connects at once waits in the backlog until the
+    server accepts (instead of being refused while it is still starting).
 
     The explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on each connection; without it
     every small answer waits ~40 ms for a delayed ACK.
@@ -189,6 +193,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
