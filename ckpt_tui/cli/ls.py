@@ -104,8 +104,10 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         write_ls_json(sys.stdout.buffer, sections, problems, now)
     else:
         print("\n".join(text_lines(loaded, chosen, now)).rstrip())
+        failed = {f"{name}: {error}" for name, error in fleet.errors().items()}
         for problem in problems:
-            print(f"warning: {problem}")
+            if problem not in failed:  # a failed backend's error is under its heading
+                print(f"warning: {problem}")
     return 0 if fleet.complete else fail(not_whole(fleet))
 
 

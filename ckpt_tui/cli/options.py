@@ -29,11 +29,12 @@ ACCEPTED = "global_options_accepted"
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
-CONNECT = (
-    "where to connect (--url, --local and --backend repeat and add up; with none of them, every "
-    "backend of the config file opens, and the Tinker connection of the environment joins "
-    "unless --no-tinker)"
-)
+CONNECT = "where to connect"
+GROUP_DESCRIPTIONS = {
+    CONNECT: "--url, --local and --backend repeat and add up; with none of them, every backend "
+    "of the config file opens. The Tinker connection of the environment joins unless "
+    "--no-tinker (with --backend, only when named 'tinker'). `ckpt-tui backends` lists them."
+}
 
 
 def poll_seconds(text: str) -> float:
@@ -190,7 +191,8 @@ def add_global_options(
         target: Any = parser
         if option.group is not None:
             if option.group not in groups:
-                groups[option.group] = parser.add_argument_group(option.group)
+                description = GROUP_DESCRIPTIONS.get(option.group)
+                groups[option.group] = parser.add_argument_group(option.group, description)
             target = groups[option.group]
         options = {**option.options, "default": argparse.SUPPRESS}
         if not option.switch:

@@ -146,6 +146,11 @@ def test_ls_text_groups_by_backend(boxes: Boxes, capsys: pytest.CaptureFixture[s
     headings = [line for line in out.splitlines() if line.startswith("== ")]
     assert [heading.split(":")[0] for heading in headings] == ["== box1", "== box2", "== scratch"]
     assert "2 runs, 6 checkpoints, 6.0 MiB ==" in headings[0]
+    boxes.write_config(dead=True)
+    assert main(["ls"]) == 1
+    out = capsys.readouterr().out
+    assert f"== dead: {boxes.dead_url} (no API key): FAILED ==" in out
+    assert out.count("could not connect") == 1  # under its heading, not again as a warning
 
 
 def test_prune_dry_run_plans_each_backend_at_its_own_rate(
