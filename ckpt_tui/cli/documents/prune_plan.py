@@ -101,7 +101,7 @@ def fleet_plan_lines(
     freed = sum_totals(plan.freed for plan in plans)
     saving = combined_cost([(p.plan.freed, p.state.rate) for p in parts if p.plan is not None])
     cost = "" if saving is None else f" ({format_cost(saving)})"
-    freed_words = format_total(freed) if freed.part_count else "0 Bytes"
+    freed_words = freed_text(freed, None)
     lines.append(
         f"Total: delete {deletes} of {count_of(checkpoints, 'checkpoint')} on "
         f"{count_of(len(plans), 'backend')}, frees {freed_words}{cost}"
