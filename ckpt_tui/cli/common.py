@@ -17,7 +17,7 @@ import httpx
 from ckpt_tui.backends import Backend, BackendKind, Connection
 from ckpt_tui.backends.config import ConfigError, load_config
 from ckpt_tui.backends.load import describe_client_error, failure_text
-from ckpt_tui.backends.resolve import Setup, SetupError, Wanted, resolve, split_named
+from ckpt_tui.backends.resolve import TINKER, Setup, SetupError, Wanted, resolve, split_named
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import Backend as Endpoint
@@ -47,13 +47,18 @@ def setups_from_args(
     args: argparse.Namespace,
     env: Mapping[str, str] | None = None,
     storage_rate: float | None = None,
+    *,
+    named_only: bool = False,
 ) -> list[Setup]:
     """The backends the options, the config file (all of its backends without --url, --local
     and --backend; those --backend names otherwise) and the environment name, Tinker first.
-    One of USAGE_ERRORS (exit 2) when they cannot work, or InvalidUrlError for a --url that is
-    not one."""
+    With `named_only` (a command that deletes), a --url or --local given means those backends
+    and no other: the environment's Tinker connection joins only when `--backend tinker`
+    names it. One of USAGE_ERRORS (exit 2) when they cannot work, or InvalidUrlError for a
+    --url that is not one."""
     env = os.environ if env is None else env
     urls, folders, names = list(args.url), list(args.local), list(args.backend)
+    tinker_left_out = named_only and bool(urls or folders) and TINKER not in names
     for text in folders:
         check_local_folder(Path(split_named(text)[1]).expanduser())
     wanted = Wanted(
@@ -61,7 +66,7 @@ def setups_from_args(
         locals=folders,
         names=names,
         api_key=args.api_key or None,
-        no_tinker=args.no_tinker,
+        no_tinker=args.no_tinker or tinker_left_out,
         readonly=args.readonly,
         project=args.project,
         storage_rate=storage_rate,
@@ -79,12 +84,14 @@ class Refusal(Exception):
     """Options that cannot work, with the message to print (exit 2)."""
 
 
-def setups_for(args: argparse.Namespace, *, rate: bool = False) -> list[Setup]:
+def setups_for(
+    args: argparse.Namespace, *, rate: bool = False, named_only: bool = False
+) -> list[Setup]:
     """`setups_from_args`, with --storage-rate / $CKPT_TUI_STORAGE_RATE read first when the
     command takes a rate; Refusal with the message for anything that cannot work."""
     try:
         storage_rate = resolve_storage_rate(args.storage_rate) if rate else None
-        return setups_from_args(args, storage_rate=storage_rate)
+        return setups_from_args(args, storage_rate=storage_rate, named_only=named_only)
     except (*USAGE_ERRORS, RateError) as exc:
         raise Refusal(str(exc)) from None
     except ClientError as exc:  # e.g. a --url that is not one

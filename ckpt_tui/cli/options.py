@@ -33,7 +33,8 @@ CONNECT = "where to connect"
 GROUP_DESCRIPTIONS = {
     CONNECT: "--url, --local and --backend repeat and add up; with none of them, every backend "
     "of the config file opens. The Tinker connection of the environment joins unless "
-    "--no-tinker (with --backend, only when named 'tinker'). `ckpt-tui backends` lists them."
+    "--no-tinker (with --backend, only when named 'tinker'; for prune with --url or --local, "
+    "only when --backend names it). `ckpt-tui backends` lists them."
 }
 
 

@@ -250,7 +250,9 @@ def prepare(args: argparse.Namespace) -> tuple[KeepPolicy, list[Setup]]:
         raise UsageError(NOTHING_SELECTED)
     if args.yes and args.readonly:
         raise UsageError(READONLY_REFUSAL)
-    return policy, common.setups_for(args, rate=True)
+    # A delete goes only where the command line points: `--local S prune` never also prunes
+    # the Tinker connection the environment happens to name (issue 17's first finding).
+    return policy, common.setups_for(args, rate=True, named_only=True)
 
 
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:

@@ -170,6 +170,47 @@ def test_local_goes_to_the_local_store_only(
         assert not any(run.startswith(("a-", "b-")) for run in ran.runs_seen)
 
 
+@pytest.mark.parametrize("position", ["before", "after"])
+@pytest.mark.parametrize("named", ["--local", "--url"])
+def test_prune_deletes_only_on_the_backends_its_command_line_names(
+    backends: Backends,
+    clock: FixedClock,
+    named: str,
+    position: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The environment names a Tinker connection (server A); `prune --local L` or `prune
+    --url B` deletes there and nowhere else, with or without --no-tinker."""
+    if named == "--local":
+        options = ["--local", str(backends.local)]
+    else:
+        options = ["--url", backends.url_b, "--api-key", KEY_B]
+    ran = run_command(
+        line("prune", position, options, COMMAND_EXTRA["prune"]), "prune", capsys, monkeypatch
+    )
+    assert ran.code == 0, ran.err
+    assert backends.a.count("DELETE") == 0 and len(backends.a.requests) == 0
+    assert count(backends.store_a) == 2 * PER_RUN
+    pruned = local_count(backends, clock) if named == "--local" else count(backends.store_b)
+    assert pruned == 2  # keep-last 1 in each of 2 runs
+    assert "tinker" not in ran.out.split("Deleting", 1)[1].split("\n", 1)[0]
+
+
+def test_prune_takes_the_tinker_connection_when_backend_names_it(
+    backends: Backends,
+    clock: FixedClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--backend tinker` next to `--local` is asked for, so both are pruned."""
+    argv = ["--local", str(backends.local), "--backend", "tinker", *COMMAND_EXTRA["prune"]]
+    ran = run_command(["prune", *argv], "prune", capsys, monkeypatch)
+    assert ran.code == 0, ran.err
+    assert count(backends.store_a) == 2 and local_count(backends, clock) == 2
+    assert "on tinker at" in ran.out
+
+
 @pytest.mark.parametrize(("command", "position"), CASES)
 def test_url_and_api_key_go_to_that_server_with_that_key(
     backends: Backends,
