@@ -266,15 +266,18 @@ def group_by(
     return groups
 
 
-def ranked_reasons(rows: Sequence[CheckpointRow], policy: KeepPolicy) -> dict[str, list[str]]:
-    """Best K and last M reasons by tinker path, ranked within each (run, kind) group."""
-    found: dict[str, list[str]] = {}
+def ranked_reasons(
+    rows: Sequence[CheckpointRow], policy: KeepPolicy
+) -> dict[tuple[str, str], list[str]]:
+    """Best K and last M reasons by row key (backend, tinker path), ranked within each
+    (backend, run, kind) group: two backends' copies of one run are two runs."""
+    found: dict[tuple[str, str], list[str]] = {}
     rules = group_rules(policy)
     complete = [row for row in rows if not row.incomplete]
-    for group in group_by(complete, lambda r: (r.run_id, r.checkpoint_type)).values():
+    for group in group_by(complete, lambda r: (r.backend, r.run_id, r.checkpoint_type)).values():
         for reason, rule in rules:
             for row in rule(group):
-                found.setdefault(row.tinker_path, []).append(reason)
+                found.setdefault(row.key, []).append(reason)
     return found
 
 
@@ -286,7 +289,7 @@ def plan(rows: Sequence[CheckpointRow], policy: KeepPolicy, now: datetime) -> Pl
     def decide(row: CheckpointRow) -> Decision:
         reasons = [
             *row_reasons(row, policy),
-            *ranked.get(row.tinker_path, []),
+            *ranked.get(row.key, []),
             *late_reasons(row, policy),
         ]
         if reasons:
@@ -295,6 +298,6 @@ def plan(rows: Sequence[CheckpointRow], policy: KeepPolicy, now: datetime) -> Pl
 
     runs = tuple(
         RunPlan(run_id, group[0].run_name, tuple(decide(row) for row in group))
-        for (run_id,), group in group_by(stored, lambda r: (r.run_id,)).items()
+        for (_, run_id), group in group_by(stored, lambda r: (r.backend, r.run_id)).items()
     )
     return Plan(policy, now, runs)

@@ -175,6 +175,11 @@ async def test_a_filter_spans_backends_and_finds_one_by_name(
         await settle(pilot)
         assert sorted(row.name for row in shown(app)) == ["checkpoint-100", "checkpoint-200"]
         assert {row.backend for row in shown(app)} == {"scratch"}
+        await pilot.press("escape", "s", "S")  # by size, biggest first: one order for all
+        await settle(pilot)
+        sizes = [row.size.bytes or 0 for row in shown(app) if not row.is_missing]
+        assert sizes == sorted(sizes, reverse=True)
+        assert len({row.backend for row in shown(app)}) == 3
 
 
 async def mark_across_backends(pilot: Any) -> None:
