@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -68,11 +69,6 @@ def proxied(stores: list[Path], ckpt_tui: str, latency: float) -> Iterator[list[
         yield urls
 
 
-async def painted_after(start: float) -> float:
-    FrameClock.painted.clear()
-    return await FrameClock.since(start)
-
-
 async def measure(urls: list[str], reps: int, total: int) -> dict[str, float]:
     """One app on `urls` (one backend each): first frame, complete view, keystrokes."""
     FrameClock.reset()
@@ -94,18 +90,37 @@ async def measure(urls: list[str], reps: int, total: int) -> dict[str, float]:
             screen = app.screen
             assert isinstance(screen, MainScreen)
             await pilot.press("2")  # every backend's checkpoints in one table
-            while not screen.checkpoints_table.rows:
-                await asyncio.sleep(0.001)
-            first = await painted_after(started)
-            while not screen.fleet.complete:
-                await asyncio.sleep(0.001)
-            complete = await painted_after(started)
-            assert len(screen.checkpoints_table.rows) == total, "not every checkpoint shown"
+            first, complete = await watch_frames(screen, started, total)
             await app.workers.wait_for_complete()  # the sorting ahead of the keys
             keys = await keystrokes(pilot, reps)
     finally:
         setattr(MainScreen, "load", original_load)  # noqa: B010
     return {"first frame": first, "complete": complete, **keys}
+
+
+async def watch_frames(screen: MainScreen, started: float, total: int) -> tuple[float, float]:
+    """Milliseconds from `started` to the first frame that shows rows, and to the moment all
+    `total` rows are on screen with every backend whole (the later of the first frame that
+    shows them all, and the last backend's load ending)."""
+    table = screen.checkpoints_table
+    first = all_shown = whole_at = None
+    deadline = time.perf_counter() + 300
+    while time.perf_counter() < deadline:
+        FrameClock.painted.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(FrameClock.painted.wait(), 0.005)
+        now = (time.perf_counter() - started) * 1000
+        if FrameClock.painted.is_set() or (first is None and table.rows):  # (shown before)
+            if first is None and table.rows:
+                first = now
+            if all_shown is None and len(table.rows) == total:
+                all_shown = now
+        if screen.fleet.complete:
+            whole_at = whole_at if whole_at is not None else now
+            if first is not None and all_shown is not None:
+                return first, max(all_shown, whole_at)
+    state = [(s.name, s.complete, s.error) for s in screen.fleet.states]
+    raise SystemExit(f"not complete after 5 minutes: {len(table.rows)} rows shown, {state}")
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ never holds back the others.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Hashable
 from dataclasses import replace
 from functools import partial
@@ -20,7 +21,7 @@ from ckpt_tui.backends import BackendState, Connection, Fleet
 from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.join import RowCache
-from ckpt_tui.catalog.snapshot import Snapshot, backend_problems, load_snapshot
+from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, backend_problems, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
@@ -73,6 +74,9 @@ class SnapshotFeed:
         """The view shows whole snapshots (not a first load's pages so far)."""
         self.reported_problems: dict[str, set[str]] = {}
         self.progress: dict[str, tuple[int, int]] = {}
+        self.last_shown = 0.0
+        self.refresh_due = False
+        """Pages arrived that the panes do not show yet (a refresh is scheduled)."""
         self.loads: dict[str, int] = {}
         """Each backend loading now, with its load's number (a restarted load is a new one)."""
         self.loads_started = 0
@@ -162,13 +166,17 @@ class SnapshotFeed:
             latency = await measure_latency(connection.client, self.services.clock)
         except ClientError:
             return  # it answered the whole load: one failed extra request changes nothing
-        state = self.host.fleet.state(name)
-        self.apply_fleet(self.host.fleet.with_backend(name, state.replace(latency=latency)))
+        # Only the header shows it: the panes stay as they are (no re-sort of every row).
+        fleet = self.host.fleet
+        if self.host.is_attached:
+            self.host.fleet = fleet.with_backend(name, fleet.state(name).replace(latency=latency))
 
     async def loaded(self, state: BackendState) -> None:
         snapshot = state.snapshot
         assert snapshot is not None
-        self.show_complete(self.host.fleet.with_backend(state.name, state))
+        # Sorting every row by every key ahead of the keys waits for the last backend.
+        others_loading = set(self.loads) - {state.name}
+        self.show_complete(self.host.fleet.with_backend(state.name, state), not others_loading)
         if snapshot.complete:  # a partial list cannot tell what is gone
             self.drop_gone_marks(state.name)
         if await asyncio.to_thread(refresh_metrics, self.services.metrics_cache):
@@ -216,6 +224,7 @@ class SnapshotFeed:
         """Show a fleet (some backends partial, loading or failed), keeping cursor, filter,
         sort and marks."""
         host = self.host
+        self.refresh_due, self.last_shown = False, time.monotonic()
         if not host.is_attached:
             return  # a load that ended after the screen went (e.g. as the app quits)
         catalog = FleetCatalog(fleet) if fleet.snapshots() else None
@@ -239,12 +248,31 @@ class SnapshotFeed:
         return self.several and key is not None and key[1] == "" and key[0] in self.host.fleet.names
 
     def apply_page(self, name: str, snapshot: Snapshot) -> None:
-        """Show a backend's first load's pages so far."""
-        self.whole_shown = False
-        state = self.host.fleet.state(name).replace(snapshot=snapshot)
-        self.apply_fleet(self.host.fleet.with_backend(name, state))
+        """Show a backend's first load's pages so far.
 
-    def show_complete(self, fleet: Fleet) -> None:
+        Several backends send pages at once: the panes follow them at most every
+        PARTIAL_EVERY seconds (each refresh sorts every row shown), the first at once.
+        """
+        self.whole_shown = False
+        host = self.host
+        state = host.fleet.state(name).replace(snapshot=snapshot)
+        fleet = host.fleet.with_backend(name, state)
+        now = time.monotonic()
+        if host.shown_catalog is None or now - self.last_shown >= PARTIAL_EVERY:
+            self.apply_fleet(fleet)
+            return
+        if host.is_attached:
+            host.fleet = fleet  # the header counts it now; the panes at the next refresh
+        if not self.refresh_due:
+            self.refresh_due = True
+            asyncio.get_running_loop().call_later(PARTIAL_EVERY, self.show_pages)
+
+    def show_pages(self) -> None:
+        """The pages that arrived since the panes last followed (unless shown meanwhile)."""
+        if self.refresh_due:
+            self.apply_fleet(self.host.fleet)
+
+    def show_complete(self, fleet: Fleet, warm: bool = True) -> None:
         """Show a fleet whose loaded backends are whole, then sort and index it ahead of the
         key presses.
 
@@ -259,7 +287,8 @@ class SnapshotFeed:
         self.whole_shown = not self.first_loads()
         if before is not None:
             self.follow_new_rows(at_top, before)
-        host.warm_up()
+        if warm:
+            host.warm_up()
 
     def follow_new_rows(self, at_top: bool, before: set[RowKey]) -> None:
         host = self.host
