@@ -174,11 +174,15 @@ class SnapshotFeed:
     async def loaded(self, state: BackendState) -> None:
         snapshot = state.snapshot
         assert snapshot is not None
-        # Sorting every row by every key ahead of the keys waits for the last backend.
-        others_loading = set(self.loads) - {state.name}
-        self.show_complete(self.host.fleet.with_backend(state.name, state), not others_loading)
+        fleet = self.host.fleet.with_backend(state.name, state)
+        if set(self.loads) - {state.name} and self.host.shown_catalog is not None:
+            # Others are still loading: the panes follow with their pages (each refresh sorts
+            # every row shown), and the sorting ahead of the keys waits for the last one.
+            self.follow(fleet)
+        else:
+            self.show_complete(fleet)
         if snapshot.complete:  # a partial list cannot tell what is gone
-            self.drop_gone_marks(state.name)
+            self.drop_gone_marks(state.name, snapshot)
         if await asyncio.to_thread(refresh_metrics, self.services.metrics_cache):
             self.host.update_details()  # a refresh reads the loss curves' new lines too
         if snapshot.incomplete:
@@ -254,9 +258,13 @@ class SnapshotFeed:
         PARTIAL_EVERY seconds (each refresh sorts every row shown), the first at once.
         """
         self.whole_shown = False
+        state = self.host.fleet.state(name).replace(snapshot=snapshot)
+        self.follow(self.host.fleet.with_backend(name, state))
+
+    def follow(self, fleet: Fleet) -> None:
+        """Show `fleet` now if the panes have not followed for PARTIAL_EVERY seconds (or show
+        nothing yet), else at the end of that time; the header counts it at once."""
         host = self.host
-        state = host.fleet.state(name).replace(snapshot=snapshot)
-        fleet = host.fleet.with_backend(name, state)
         now = time.monotonic()
         if host.shown_catalog is None or now - self.last_shown >= PARTIAL_EVERY:
             self.apply_fleet(fleet)
@@ -300,14 +308,15 @@ class SnapshotFeed:
             above = map(row_key, table.rows[: table.cursor_row])
             host.new_above = host.new_above | {key for key in above if key not in before}
 
-    def drop_gone_marks(self, backend: str) -> None:
-        """Unmark checkpoints a backend no longer has (a trainer deleted a rolling one)."""
+    def drop_gone_marks(self, backend: str, snapshot: Snapshot) -> None:
+        """Unmark checkpoints a backend no longer has (a trainer deleted a rolling one), as its
+        whole `snapshot` says (whether the panes show it yet or not)."""
         host = self.host
-        catalog, table = host.shown_catalog, host.checkpoints_table
+        table, rows = host.checkpoints_table, snapshot.catalog.row_by_path
         marks = {key for key in table.marks if isinstance(key, tuple) and key[0] == backend}
-        if catalog is None or not marks:
+        if not marks:
             return
-        gone = {key for key in marks if (row := catalog.row(key)) is None or row.is_missing}
+        gone = {key for key in marks if (row := rows.get(key[1])) is None or row.is_missing}
         if gone:
             left = table.marks - gone
             table.set_marks(left)
