@@ -46,8 +46,8 @@ from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.common import connection_to
 from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
 from ckpt_tui.client.paging import OnPage
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.main import MainScreen

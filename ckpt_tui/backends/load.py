@@ -31,7 +31,7 @@ from ckpt_tui.client import (
     ConnectionFailed,
     Timeout,
 )
-from ckpt_tui.clock import Clock
+from ckpt_tui.timekeeping.clock import Clock
 
 
 def describe_client_error(exc: ClientError) -> str:

@@ -13,8 +13,8 @@ from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import connection_to, fail
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import clock_from_environ
 from ckpt_tui.cost import RateError, resolve_storage_rate
+from ckpt_tui.timekeeping.clock import clock_from_environ
 
 if TYPE_CHECKING:
     from ckpt_tui.demo import DemoPaths

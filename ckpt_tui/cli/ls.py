@@ -25,8 +25,8 @@ from ckpt_tui.cli.common import (
     setups_for,
 )
 from ckpt_tui.cli.documents.listing import Section, table_lines, write_ls_json
-from ckpt_tui.clock import Clock, clock_from_environ
 from ckpt_tui.sizes import format_total
+from ckpt_tui.timekeeping.clock import Clock, clock_from_environ
 
 
 def register(subparsers: Any) -> None:

@@ -35,10 +35,10 @@ from ckpt_tui.cli.documents.prune_plan import (
     write_plan_json,
 )
 from ckpt_tui.client import CheckpointClient, run_bulk
-from ckpt_tui.clock import Clock, clock_from_environ
-from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet_plan import Part, plan_fleet
+from ckpt_tui.timekeeping.clock import Clock, clock_from_environ
+from ckpt_tui.timekeeping.dates import DateError, parse_instant
 from ckpt_tui.words import count_of
 
 NOTHING_SELECTED = (

@@ -6,7 +6,7 @@ import argparse
 from concurrent.futures import ThreadPoolExecutor
 
 from ckpt_tui.cli.common import Refusal, connect, fail, log_settings_from_args, setups_for
-from ckpt_tui.clock import clock_from_environ
+from ckpt_tui.timekeeping.clock import clock_from_environ
 
 
 def run(args: argparse.Namespace) -> int:

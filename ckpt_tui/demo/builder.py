@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.demo.models import MODELS, adam_moments, full_tensors, lora_tensors
 from ckpt_tui.demo.safetensors_writer import TensorSpec, write_sparse_safetensors
 from ckpt_tui.demo.scenario import PlannedCheckpoint, PlannedRun, plan_demo
 from ckpt_tui.demo.trainer_box import write_trainer_box
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
 MARKER = ".ckpt-tui-demo.json"
 LORA_TARGETS = [

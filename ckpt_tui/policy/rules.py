@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ckpt_tui.catalog import CheckpointRow, stored_only
-from ckpt_tui.dates import is_end_of_day
 from ckpt_tui.sizes import SizeTotal, total
+from ckpt_tui.timekeeping.dates import is_end_of_day
 
 NO_RULE_REASON = "matched no keep rule"
 INCOMPLETE_REASON = "incomplete (still being written)"

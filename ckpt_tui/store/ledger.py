@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ckpt_tui.clock import Clock
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.meta import Key, MetaDB, Row
 from ckpt_tui.store.scan import RunScan
 from ckpt_tui.store.times import to_us
+from ckpt_tui.timekeeping.clock import Clock
 
 
 class Ledger:

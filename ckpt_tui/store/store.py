@@ -24,7 +24,6 @@ from pathlib import Path
 from types import TracebackType
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
-from ckpt_tui.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.guard import Guard, locked
@@ -35,6 +34,7 @@ from ckpt_tui.store.opening import open_meta, prepare_root
 from ckpt_tui.store.settle import SETTLE_SECONDS
 from ckpt_tui.store.watcher import Watcher
 from ckpt_tui.store.writer import Writer
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
 
 class Store:

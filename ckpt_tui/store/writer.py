@@ -35,7 +35,7 @@ from ckpt_tui.store.runinfo import RunInfo, checked_extra, checked_metadata, wri
 from ckpt_tui.store.settle import SETTLED_BY_STORE, look_at, with_look
 from ckpt_tui.store.times import to_us
 from ckpt_tui.store.watcher import Watcher
-from ckpt_tui.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
+from ckpt_tui.timekeeping.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
 
 
 class Writer:

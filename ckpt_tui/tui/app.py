@@ -15,7 +15,7 @@ from textual.screen import Screen
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import CheckpointClient
-from ckpt_tui.clock import SYSTEM_CLOCK, Clock
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
 from ckpt_tui.tui.screens.main import MainScreen

@@ -10,7 +10,7 @@ from rich.cells import cell_len
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.sizes import format_size, format_total
-from ckpt_tui.ttl import describe_expiry, expiry_state, format_created
+from ckpt_tui.timekeeping.ttl import describe_expiry, expiry_state, format_created
 from ckpt_tui.tui.widgets import Cell, Column
 
 RUN_COLUMNS = [

@@ -10,7 +10,7 @@ from typing import Protocol
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import CheckpointClient
-from ckpt_tui.clock import Clock
+from ckpt_tui.timekeeping.clock import Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.session_log import SessionLog
 

@@ -12,7 +12,7 @@ from ckpt_tui.backends import BackendState, Fleet, Totals
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
-from ckpt_tui.ttl import describe_expiry
+from ckpt_tui.timekeeping.ttl import describe_expiry
 from ckpt_tui.tui.fleet_view import FleetCatalog
 
 

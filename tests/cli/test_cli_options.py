@@ -15,9 +15,9 @@ import pytest
 
 from ckpt_tui.cli import main
 from ckpt_tui.client import Backend, CheckpointClient, ReadOnlyError
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import run_server

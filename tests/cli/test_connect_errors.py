@@ -9,7 +9,7 @@ import pytest
 
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import FixedClock
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.tui import app_on, backend_error, connection, screen_text, settle
 
 MALFORMED = "is not a server URL"

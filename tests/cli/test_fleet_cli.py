@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from ckpt_tui.cli import main
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
 from tests.support.seed import seed_backend

@@ -11,8 +11,8 @@ import pytest
 
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
 from tests.support import layouts as L
 from tests.support.clock import T0

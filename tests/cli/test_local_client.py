@@ -8,8 +8,8 @@ import pytest
 
 from ckpt_tui.cli.clients import open_client
 from ckpt_tui.client import Backend, ConnectionFailed
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.seed import path_of, seed_store
 
 

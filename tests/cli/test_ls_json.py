@@ -12,8 +12,8 @@ import pytest
 from ckpt_tui.api_types import format_time
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.cli import main
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.demo_fixture import ServedDemo
 
 TOP_KEYS = [

@@ -14,9 +14,9 @@ from textual.widgets import Static
 
 from ckpt_tui.cli import main
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import SYSTEM_CLOCK
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK
 from tests.support.live_server import run_server
 from tests.support.tui import app_on, connection, settle
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.tui import make_app, runs, screen_text, settle
 
 

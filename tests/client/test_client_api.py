@@ -15,8 +15,8 @@ from ckpt_tui.client import (
     ConflictError,
     NotFoundError,
 )
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.seed import BASE_MODEL, path_of, seed_store
 
 

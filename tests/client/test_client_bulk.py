@@ -15,9 +15,9 @@ from ckpt_tui.client import (
     RetryPolicy,
     run_bulk,
 )
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
-from ckpt_tui.ttl import extend
+from ckpt_tui.timekeeping.clock import FixedClock
+from ckpt_tui.timekeeping.ttl import extend
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
 from tests.support.live_server import run_server
 

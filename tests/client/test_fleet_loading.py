@@ -11,9 +11,9 @@ from ckpt_tui.backends.load import load_fleet
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CheckpointClient
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
 from tests.support.seed import seed_backend

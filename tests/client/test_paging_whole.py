@@ -11,9 +11,9 @@ import pytest
 
 from ckpt_tui.cli import main
 from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import RecordedSleeps
 from tests.support.live_server import run_server

@@ -10,8 +10,8 @@ import pytest
 from msgspec import to_builtins
 
 from ckpt_tui.api_types import format_time
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.seed import seed_store
 
 API = "/api/v1"

@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.server.error_responses import response_for
 from ckpt_tui.server.sweeper import sweep_once
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.live_server import run_server
 from tests.support.seed import seed_store
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 
 

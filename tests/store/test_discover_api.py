@@ -12,9 +12,9 @@ import pytest
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog.join import build_catalog
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.live_server import run_server
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import ConflictError, InvalidRequestError, ReadOnlyStoreError, Store
 from ckpt_tui.store.discover import loose
 from ckpt_tui.store.discover.pickle_scan import scan_pickle
 from ckpt_tui.store.trash import DELETE_STEPS
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from ckpt_tui.bounded_json import MAX_JSON_BYTES, MAX_JSON_DEPTH
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.sizes import SafetensorsHeaderError
 from ckpt_tui.sizes.safetensors_header import read_sharded
@@ -27,6 +26,7 @@ from ckpt_tui.store import Store, watcher
 from ckpt_tui.store.discover import Discovery, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
 from ckpt_tui.store.discover.torch_zip import MAX_PICKLE_BYTES, read_torch_file
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.live_server import run_server
 from tests.support.tui import make_app, runs, settle

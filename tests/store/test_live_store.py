@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from ckpt_tui.cli import main
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.live_run import LiveRun, TrainerRun, safetensors_bytes
 from tests.support.live_server import run_server
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import ConflictError, InvalidRequestError, NotFoundError, Store, StoreError
+from ckpt_tui.timekeeping.clock import FixedClock
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import InvalidRequestError, NotFoundError, ReadOnlyStoreError, Store, StoreError
 from ckpt_tui.store.trash import DELETE_STEPS
+from ckpt_tui.timekeeping.clock import FixedClock
 
 BAD_NAMES = ["..", "../x", "a/b", "/etc", "a\x00b", "a\\b", "x..y", ""]
 

@@ -17,7 +17,7 @@ import pytest
 
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import FixedClock
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
 from tests.support.tui import app_on, connection, screen_text, settle, shown

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.demo import DemoPaths, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.store import NotFoundError, Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.live_server import run_server
 
 

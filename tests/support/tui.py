@@ -20,10 +20,10 @@ from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import Backend, CheckpointClient
-from ckpt_tui.clock import Clock, FixedClock
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.groups import RunsEntry

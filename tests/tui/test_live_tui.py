@@ -15,10 +15,10 @@ import pytest
 from textual.pilot import Pilot
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import FixedClock
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.groups import BackendGroup

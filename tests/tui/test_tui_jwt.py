@@ -13,8 +13,8 @@ import pytest
 from textual.widgets import Static
 
 from ckpt_tui.client import Backend
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.server.tokens import JwtIssuer
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp

@@ -8,8 +8,8 @@ from datetime import timedelta
 import httpx
 
 from ckpt_tui.backends import Fleet
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import DEFAULT_POLL_SECONDS
 from tests.support.tui import app_on, checkpoints, connection, screen_of, settle, shown
 

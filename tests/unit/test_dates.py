@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ckpt_tui.cli import build_parser, prune
-from ckpt_tui.dates import DateError, find_instant, parse_instant
 from ckpt_tui.policy import PolicyError
-from ckpt_tui.ttl import TtlError, parse_ttl
+from ckpt_tui.timekeeping.dates import DateError, find_instant, parse_instant
+from ckpt_tui.timekeeping.ttl import TtlError, parse_ttl
 from ckpt_tui.tui.screens.keep_policy_form import FormValues, policy_from_form
 
 UTC = timezone.utc

@@ -22,11 +22,11 @@ from ckpt_tui.catalog import Catalog, CheckpointRow, RowState, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings, load_snapshot
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.client import Backend, CheckpointClient
-from ckpt_tui.clock import FixedClock
 from ckpt_tui.demo import DemoError, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.sizes import read_safetensors_header
 from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, read_metrics
 from tests.support.demo_fixture import ServedDemo, served_demo
 

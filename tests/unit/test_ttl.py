@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ckpt_tui.ttl import (
+from ckpt_tui.timekeeping.ttl import (
     MAX_TTL_SECONDS,
     MIN_TTL_SECONDS,
     NEVER,

@@ -16,7 +16,7 @@ from ckpt_tui.backends import Backend
 from ckpt_tui.catalog import CheckpointRow, RowState, RunSummary, soonest_expiry
 from ckpt_tui.catalog.rows import KIND_LABELS
 from ckpt_tui.sizes import format_size, format_total, total
-from ckpt_tui.ttl import describe_expiry
+from ckpt_tui.timekeeping.ttl import describe_expiry
 
 SCHEMA = "ckpt-tui.ls/1"
 

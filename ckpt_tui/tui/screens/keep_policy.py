@@ -23,7 +23,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.policy import Plan, PolicyError, plan
-from ckpt_tui.ttl import TtlError, format_duration, parse_ttl
+from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.tui.screens.keep_policy_form import (
     FormValues,

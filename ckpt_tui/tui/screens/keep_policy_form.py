@@ -11,8 +11,8 @@ from datetime import datetime
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import metric_keys
-from ckpt_tui.dates import DateError, parse_instant
 from ckpt_tui.policy import KeepPolicy, PolicyError
+from ckpt_tui.timekeeping.dates import DateError, parse_instant
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ckpt_tui.catalog import RunSummary
-from ckpt_tui.ttl import format_duration
+from ckpt_tui.timekeeping.ttl import format_duration
 from ckpt_tui.tui.fleet_action import FleetAction
 from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, row_key, run_key
 from ckpt_tui.tui.owners import Targets

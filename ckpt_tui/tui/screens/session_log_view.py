@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ckpt_tui.ttl import format_created
+from ckpt_tui.timekeeping.ttl import format_created
 from ckpt_tui.tui.session_log import LogEntry, SessionLog
 
 

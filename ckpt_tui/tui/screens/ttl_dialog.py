@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.ttl import (
+from ckpt_tui.timekeeping.ttl import (
     TtlError,
     describe_expiry,
     expiry_instant,

@@ -24,7 +24,7 @@ from typing import Literal
 
 import humanize
 
-from ckpt_tui.dates import DateError, find_instant
+from ckpt_tui.timekeeping.dates import DateError, find_instant
 
 MIN_TTL_SECONDS = 3600
 MAX_TTL_SECONDS = 10 * 365 * 86400
