@@ -40,7 +40,7 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.common import connection_to

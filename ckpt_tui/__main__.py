@@ -1,5 +1,5 @@
 """Allow `python -m ckpt_tui`."""
 
-from ckpt_tui.cli import main
+from ckpt_tui.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

@@ -82,6 +82,10 @@ def checkpoint_type_of(checkpoint_id: str) -> CheckpointType:
     return SEGMENT_TO_TYPE[segment]
 
 
+ByteCount = Annotated[int, msgspec.Meta(ge=0)]
+"""A size in bytes: a negative one is refused where it is decoded (BadResponse)."""
+
+
 class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     """One stored checkpoint, as `GET .../checkpoints` returns it.
 
@@ -93,7 +97,7 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     checkpoint_type: CheckpointType
     time: datetime
     tinker_path: str
-    size_bytes: int | None = None
+    size_bytes: ByteCount | None = None
     public: bool = False
     user_metadata: dict[str, str] | None = None
     expires_at: datetime | None = None
@@ -155,6 +159,13 @@ class CheckpointsPage(msgspec.Struct, frozen=True, gc=False):
     """`GET /checkpoints` (with a cursor) and `GET /training_runs/ID/checkpoints` (without)."""
 
     checkpoints: list[Checkpoint]
+    cursor: Cursor | None = None
+
+
+class EncodedCheckpointsPage(msgspec.Struct, frozen=True, gc=False):
+    """A `CheckpointsPage` whose checkpoints are already JSON: the same bytes once encoded."""
+
+    checkpoints: list[msgspec.Raw]
     cursor: Cursor | None = None
 
 

@@ -22,7 +22,7 @@ from ckpt_tui.backends.descriptor import (
     RateSource,
 )
 from ckpt_tui.backends.fleet import BackendState, Fleet
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.client import (
     ApiError,

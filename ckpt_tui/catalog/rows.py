@@ -8,11 +8,15 @@ from datetime import datetime
 from enum import Enum
 
 import msgspec
+from msgspec.structs import force_setattr
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, TrainingRun
 from ckpt_tui.sizes import Size, SizeTotal, total
 from ckpt_tui.training.logdirs import LogDir
 from ckpt_tui.training.records import CheckpointRecord
+
+NO_SIZE = SizeTotal(0, 0, 0, 0)
+"""The total of no sizes."""
 
 
 class RowState(str, Enum):
@@ -45,7 +49,7 @@ class CheckpointRow(msgspec.Struct, frozen=True, gc=False, eq=False):
     refer back to it, so it can be part of no reference cycle. Rows compare by identity: a table
     finds its cursor's row among 100,000 by identity at C speed, and a join hands unchanged rows
     over again. Sort keys (`created`, `expires_at`, `name_key`) and the filter's `haystack`
-    are attributes, for fast 100,000-row sorts and filters. Built by `catalog.join.make_row`.
+    are attributes, for fast 100,000-row sorts and filters. Built by `catalog.row_maker.make_row`.
     """
 
     run_id: str
@@ -155,7 +159,12 @@ def search_text(
 
 
 class RunSummary(msgspec.Struct, frozen=True, gc=False):
-    """A training run with its checkpoint rows, from the server and/or a log dir."""
+    """A training run with its checkpoint rows, from the server and/or a log dir.
+
+    `stored_rows`, `size` and `soonest_expiry` are worked out from `rows` once, when the
+    summary is made (any value passed for them is replaced): the runs pane, its sorts and
+    `ls` read them for every run, and 100,000 rows took 30 ms to total each time.
+    """
 
     run_id: str
     display_name: str
@@ -168,23 +177,23 @@ class RunSummary(msgspec.Struct, frozen=True, gc=False):
     metric_keys: list[str] = msgspec.field(default_factory=list)
     backend: str = ""
     """The name of the backend that holds the run (see `CheckpointRow.backend`)."""
+    stored_rows: list[CheckpointRow] = msgspec.field(default_factory=list)
+    """Rows the server still has (not the missing ones)."""
+    size: SizeTotal = NO_SIZE
+    """The total size of `stored_rows`."""
+    soonest_expiry: datetime | None = None
+    """The earliest expiry among `stored_rows`."""
+
+    def __post_init__(self) -> None:
+        stored = stored_only(self.rows)
+        force_setattr(self, "stored_rows", stored)
+        force_setattr(self, "size", total([row.size for row in stored]))
+        force_setattr(self, "soonest_expiry", soonest_expiry(stored))
 
     @property
     def key(self) -> tuple[str, str]:
         """(backend name, run id): what names this run among every backend's runs."""
         return (self.backend, self.run_id)
-
-    @property
-    def stored_rows(self) -> list[CheckpointRow]:
-        return stored_only(self.rows)
-
-    @property
-    def size(self) -> SizeTotal:
-        return total(row.size for row in self.stored_rows)
-
-    @property
-    def soonest_expiry(self) -> datetime | None:
-        return soonest_expiry(self.stored_rows)
 
     @property
     def missing_count(self) -> int:

@@ -14,7 +14,7 @@ import msgspec
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import Page, unique_by
 from ckpt_tui.training.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs

@@ -28,17 +28,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ckpt-tui {__version__}")
     options.add_global_options(parser, options.ALL, after_command=False)
-    parser.set_defaults(func=tui.run)
+    parser.set_defaults(func=tui.run, hard_exit=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, hard_exit: bool = False) -> int:
+    """Run the command `argv` names; its exit code. With `hard_exit` (the executable), a
+    listing may end the process itself once its output is out (`common.finish`)."""
     allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     parser = build_parser()
     args = parser.parse_args(argv)
     options.settle(args, parser)
+    args.hard_exit = hard_exit
     result: int = args.func(args)
     return result
+
+
+def console_main() -> int:
+    """The `ckpt-tui` executable."""
+    return main(hard_exit=True)

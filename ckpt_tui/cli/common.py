@@ -175,6 +175,22 @@ def log_settings_from_args(args: argparse.Namespace) -> LogDirSettings:
     return LogDirSettings.from_args(args.log_dir)
 
 
+def finish(args: argparse.Namespace, code: int) -> int:
+    """The end of a command that loaded whole lists: `code`, or with `args.hard_exit` (the
+    executable), its output flushed and the process ended at once, as mypy's `--fast-exit`
+    does: freeing 100,000 checkpoints' objects one by one, then the modules, took 110 ms of
+    `ls --json`'s 1.1 s (benchmarks/bench_ls.py). Tests and callers of `main` get the code.
+    """
+    if not args.hard_exit:
+        return code
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        return code  # a closed pipe: the normal exit reports it as usual
+    os._exit(code)
+
+
 def fail(message: str, code: int = 1) -> int:
     """Print an error for people on stderr and return the exit code."""
     print(message if message.startswith("ckpt-tui") else f"ckpt-tui: {message}", file=sys.stderr)

@@ -19,6 +19,7 @@ from ckpt_tui.cli.common import (
     Refusal,
     described,
     fail,
+    finish,
     log_settings_from_args,
     opened,
     run_async,
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
         for problem in problems:
             if problem not in failed:  # a failed backend's error is under its heading
                 print(f"warning: {problem}")
-    return 0 if fleet.complete else fail(not_whole(fleet))
+    return finish(args, 0 if fleet.complete else fail(not_whole(fleet)))
 
 
 def not_whole(fleet: Fleet) -> str:

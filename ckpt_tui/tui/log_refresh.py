@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Discovery, LogDir, Metrics, read_metrics
 

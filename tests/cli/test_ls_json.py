@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 from typing import Any
 
@@ -15,6 +17,7 @@ from ckpt_tui.cli import main
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.demo_fixture import ServedDemo
+from tests.support.live_server import bind_loopback_socket
 
 TOP_KEYS = [
     "schema", "backend", "generated_at", "complete", "totals", "backends", "runs", "problems"
@@ -122,3 +125,33 @@ def test_piped_the_document_is_one_line_and_on_a_terminal_indented_alike(
     assert piped.count("\n") == 1 and piped.endswith("}\n")
     assert shown.startswith('{\n  "schema": ') and shown.count("\n") > 100
     assert strict_json(piped) == strict_json(shown)
+
+
+def test_the_executable_prints_what_main_does_and_exits_alike(
+    demo: ServedDemo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The executable ends the process as soon as its output is out (`cli.common.finish`):
+    the same whole document and exit code, and an incomplete list still fails, saying why."""
+    argv = ["ls", "--json", "--url", demo.url, "--log-dir", str(demo.paths.logs)]
+    in_process = ls_json(capsys, *argv[2:])
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "ckpt_tui", *argv], capture_output=True, text=True, env=buffered
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.endswith("}\n") and strict_json(ran.stdout) == in_process
+    assert in_process["runs"]
+    nothing = bind_loopback_socket()  # bound, never listening: connections are refused
+    try:
+        dead = f"dead=http://127.0.0.1:{nothing.getsockname()[1]}"
+        ran = subprocess.run(
+            [sys.executable, "-m", "ckpt_tui", *argv, "--url", dead],
+            capture_output=True,
+            text=True,
+            env=buffered,
+        )
+    finally:
+        nothing.close()
+    assert ran.returncode == 1
+    assert strict_json(ran.stdout)["complete"] is False
+    assert "this list is not whole" in ran.stderr and "dead:" in ran.stderr

@@ -84,6 +84,16 @@ async def test_a_wrong_type_names_the_field_and_the_endpoint(
     assert "the list of checkpoints" in message and canned_url in message
 
 
+async def test_a_negative_size_names_the_field(
+    canned: CannedAnswers, client: CheckpointClient
+) -> None:
+    item = {**CHECKPOINT, "size_bytes": -1}
+    canned.put("/api/v1/checkpoints", {"checkpoints": [CHECKPOINT, item], "cursor": CURSOR})
+    with pytest.raises(BadResponse) as caught:
+        await client.list_checkpoints()
+    assert "$.checkpoints[1].size_bytes" in caught.value.message
+
+
 async def test_a_missing_field_is_named(canned: CannedAnswers, client: CheckpointClient) -> None:
     run = {"training_run_id": "run-1", "model_owner": "me", "is_lora": True}
     run["last_request_time"] = "2025-03-01T12:00:00Z"

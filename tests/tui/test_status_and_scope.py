@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ckpt_tui.api_types import TrainingRun
 from ckpt_tui.backends import Backend, BackendState, Fleet
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey

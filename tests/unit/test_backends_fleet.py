@@ -14,7 +14,7 @@ from ckpt_tui.backends import (
     BackendState,
     Fleet,
 )
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import Discovery
 

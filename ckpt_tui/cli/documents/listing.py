@@ -13,9 +13,9 @@ import msgspec
 
 from ckpt_tui.api_types import encode, format_time
 from ckpt_tui.backends import Backend
-from ckpt_tui.catalog import CheckpointRow, RowState, RunSummary, soonest_expiry
+from ckpt_tui.catalog import CheckpointRow, RowState, RunSummary
 from ckpt_tui.catalog.rows import KIND_LABELS
-from ckpt_tui.sizes import format_size, format_total, total
+from ckpt_tui.sizes import format_size, format_total, sum_totals
 from ckpt_tui.timekeeping.ttl import describe_expiry
 
 SCHEMA = "ckpt-tui.ls/1"
@@ -98,8 +98,7 @@ def row_document(row: CheckpointRow) -> CheckpointDocument:
 
 
 def run_document(run: RunSummary, backend: Mapping[str, str]) -> RunDocument:
-    stored = run.stored_rows
-    size = total(row.size for row in stored)
+    stored, size = run.stored_rows, run.size
     return RunDocument(
         backend,
         run.run_id,
@@ -114,7 +113,7 @@ def run_document(run: RunSummary, backend: Mapping[str, str]) -> RunDocument:
         size.bytes,
         size.is_exact,
         size.unknown_count,
-        soonest_expiry(stored),
+        run.soonest_expiry,
         [row_document(row) for row in run.rows],
     )
 
@@ -132,12 +131,12 @@ class Section(NamedTuple):
 
 def totals_document(runs: Sequence[RunSummary]) -> dict[str, object]:
     """Counts and size of `runs` (stored checkpoints; missing ones counted apart)."""
-    stored = [row for run in runs for row in run.stored_rows]
-    size = total(row.size for row in stored)
+    stored = sum(len(run.stored_rows) for run in runs)
+    size = sum_totals([run.size for run in runs])
     return {
         "runs": len(runs),
-        "checkpoints": len(stored),
-        "missing": sum(len(run.rows) for run in runs) - len(stored),
+        "checkpoints": stored,
+        "missing": sum(len(run.rows) for run in runs) - stored,
         "size_bytes": size.bytes,
         "size_is_exact": size.is_exact,
         "size_unknown_count": size.unknown_count,

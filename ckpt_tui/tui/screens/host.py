@@ -11,7 +11,7 @@ from textual.app import App
 from textual.notifications import SeverityLevel
 
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.widgets.fast_table import FastTable
 

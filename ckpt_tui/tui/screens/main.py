@@ -23,8 +23,8 @@ from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.backends import Fleet
 from ckpt_tui.catalog import CheckpointRow, RunSummary
-from ckpt_tui.catalog.join import RowCache
 from ckpt_tui.catalog.query import VIEWS, Sort
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import (
     ACTION_COMMANDS,

@@ -20,7 +20,7 @@ from typing import Protocol
 from ckpt_tui.backends import BackendState, Connection, Fleet
 from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
-from ckpt_tui.catalog.join import RowCache
+from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, backend_problems, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics

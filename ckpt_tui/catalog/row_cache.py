@@ -1,0 +1,79 @@
+"""Rows kept from one join for the next: a refresh makes only the rows that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ckpt_tui.api_types import Checkpoint, TinkerPath
+from ckpt_tui.catalog.row_maker import make_row, parts_of, sized
+from ckpt_tui.catalog.rows import CheckpointRow, RecordRef
+from ckpt_tui.catalog.sizing import RunSizer
+
+
+class RowCache:
+    """Rows of the previous join, reused when their inputs are equal.
+
+    While pages arrive the view is re-joined a few times a second, and a poll re-joins it all
+    again; reusing unchanged rows makes that a dictionary lookup per row instead of a new row.
+    An estimated size is part of the inputs, since calibration depends on the rest of the run.
+
+    One cache serves one backend: `backend` is the name its rows and runs carry.
+    """
+
+    def __init__(self, backend: str = "") -> None:
+        self.backend = backend
+        self._old: Mapping[str, CheckpointRow] = {}
+        self.deleted_here: set[str] = set()
+        """Paths this client deleted: a training log naming one does not make it "missing"
+        (the user knows where it went), in this join or any later one."""
+
+    def stored(
+        self, run_name: str, run_id: str, ckpt: Checkpoint, ref: RecordRef | None, sizer: RunSizer
+    ) -> CheckpointRow:
+        """The row of a checkpoint the server has: the last join's, if it still fits."""
+        key = ckpt.tinker_path
+        row = self._old.get(key)
+        if (
+            row is None
+            or row.run_name != run_name
+            or row.ref != ref
+            or (row.server is not ckpt and row.server != ckpt)
+            or (ckpt.size_bytes is None and row.size != sizer.size_of(ckpt))
+        ):
+            if key == f"tinker://{run_id}/{ckpt.checkpoint_id}":  # as expected: no parsing
+                path = (run_id, ckpt.checkpoint_id, key, ckpt.checkpoint_type)
+            else:
+                path = parts_of(TinkerPath.parse(key))
+            size = sizer.size_of(ckpt) if ckpt.size_bytes is None else sized(ckpt)
+            row = make_row(run_name, path, ckpt, ref, size, self.backend)
+        return row
+
+    def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
+        """The row of a checkpoint a training log names but the server no longer has."""
+        row = self._old.get(text)
+        if row is None or row.run_name != run_name or row.server is not None or row.ref != ref:
+            path = parts_of(TinkerPath.parse(text))
+            row = make_row(run_name, path, None, ref, RunSizer.unknown_missing(), self.backend)
+        return row
+
+    def keep(self, row_by_path: Mapping[str, CheckpointRow]) -> None:
+        """Remember this join's rows for the next one (its catalog's index of them by path)."""
+        self._old = row_by_path
+
+    def known(self, items: list[Checkpoint]) -> list[Checkpoint]:
+        """`items`, each one that equals the checkpoint of the last join's row replaced by it.
+
+        Applied to each page as it arrives, a refresh holds one copy of every unchanged
+        checkpoint and frees the page's copies at once, instead of holding 100,000 copies
+        until the join drops them (which left that much memory fragmented after a refresh);
+        the join then finds them by identity.
+        """
+        old = self._old
+        if not old:
+            return items
+        get = old.get
+        return [
+            kept if (row := get(ckpt.tinker_path)) is not None and (kept := row.server) == ckpt
+            else ckpt
+            for ckpt in items
+        ]  # fmt: skip
