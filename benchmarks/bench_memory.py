@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--refreshes", type=int, default=20)
     args = parser.parse_args()
     with served(args.store) as url:
-        map_big_blocks()  # as `ckpt-tui` does when it starts
+        map_big_blocks()  # as the app does when it starts
         figures = asyncio.run(measure(url, args.refreshes))
     first, after = figures[0], figures[1:] or figures
     print(

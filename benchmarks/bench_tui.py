@@ -271,7 +271,7 @@ def main() -> None:
     collections = CollectionLog() if args.gc else None
     with tempfile.TemporaryDirectory() as folder:
         Store.open(Path(folder) / "store").close()
-        map_big_blocks()  # as `ckpt-tui` does when it starts
+        map_big_blocks()  # as the app does when it starts
         results = {n: asyncio.run(measure(n, args.reps, Path(folder) / "store")) for n in sizes}
     names = list(next(iter(results.values())))
     print(f"{'rows':>8}  " + "  ".join(f"{name:>10}" for name in names) + "   (ms, medians)")

@@ -119,10 +119,7 @@ def summarize_run(
     name = sources.run_name(run_id)
     sizer = RunSizer(info, checkpoints)
     refs = sources.index.by_path
-    rows = [
-        cache.stored(name, run_id, ckpt, refs.get(ckpt.tinker_path), sizer)
-        for ckpt in sorted(checkpoints, key=BY_TIME)
-    ]
+    rows = cache.stored(name, run_id, sorted(checkpoints, key=BY_TIME), refs, sizer)
     logged = sources.index.paths_of_run.get(run_id) if complete else None
     if logged:
         on_server = {ckpt.tinker_path for ckpt in checkpoints}
@@ -190,5 +187,6 @@ def build_catalog(
 
 def newest_first(run: RunSummary) -> tuple[float, str]:
     """Runs with the newest checkpoint first; runs with none stored last; then by name."""
-    newest = max([row.created for row in run.rows if row.created is not None], default=None)
+    stored = run.stored_rows  # oldest first (`summarize_run`): the newest is the last
+    newest = stored[-1].created if stored else None
     return (float("inf") if newest is None else -newest.timestamp(), run.display_name)

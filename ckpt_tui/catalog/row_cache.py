@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ckpt_tui.api_types import Checkpoint, TinkerPath
 from ckpt_tui.catalog.row_maker import make_row, parts_of, sized
@@ -28,25 +28,37 @@ class RowCache:
         (the user knows where it went), in this join or any later one."""
 
     def stored(
-        self, run_name: str, run_id: str, ckpt: Checkpoint, ref: RecordRef | None, sizer: RunSizer
-    ) -> CheckpointRow:
-        """The row of a checkpoint the server has: the last join's, if it still fits."""
-        key = ckpt.tinker_path
-        row = self._old.get(key)
-        if (
-            row is None
-            or row.run_name != run_name
-            or row.ref != ref
-            or (row.server is not ckpt and row.server != ckpt)
-            or (ckpt.size_bytes is None and row.size != sizer.size_of(ckpt))
-        ):
-            if key == f"tinker://{run_id}/{ckpt.checkpoint_id}":  # as expected: no parsing
-                path = (run_id, ckpt.checkpoint_id, key, ckpt.checkpoint_type)
-            else:
-                path = parts_of(TinkerPath.parse(key))
-            size = sizer.size_of(ckpt) if ckpt.size_bytes is None else sized(ckpt)
-            row = make_row(run_name, path, ckpt, ref, size, self.backend)
-        return row
+        self,
+        run_name: str,
+        run_id: str,
+        checkpoints: Sequence[Checkpoint],
+        refs: Mapping[str, RecordRef],
+        sizer: RunSizer,
+    ) -> list[CheckpointRow]:
+        """The rows of one run's checkpoints the server has, in their order: the last join's
+        row of each, if it still fits (one call per run: this runs 100,000 times a join)."""
+        old, backend = self._old.get, self.backend
+        rows: list[CheckpointRow] = []
+        add = rows.append
+        for ckpt in checkpoints:
+            key = ckpt.tinker_path
+            ref = refs.get(key)
+            row = old(key)
+            if (
+                row is None
+                or row.run_name != run_name
+                or row.ref != ref
+                or (row.server is not ckpt and row.server != ckpt)
+                or (ckpt.size_bytes is None and row.size != sizer.size_of(ckpt))
+            ):
+                if key == f"tinker://{run_id}/{ckpt.checkpoint_id}":  # as expected: no parsing
+                    path = (run_id, ckpt.checkpoint_id, key, ckpt.checkpoint_type)
+                else:
+                    path = parts_of(TinkerPath.parse(key))
+                size = sizer.size_of(ckpt) if ckpt.size_bytes is None else sized(ckpt)
+                row = make_row(run_name, path, ckpt, ref, size, backend)
+            add(row)
+        return rows
 
     def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
         """The row of a checkpoint a training log names but the server no longer has."""

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import allocator, demo, list_backends, ls, options, prune, serve, tui
+from ckpt_tui.cli import demo, list_backends, ls, options, prune, serve, tui
 
 SUBCOMMANDS = (demo, serve, ls, prune, list_backends)
 
@@ -38,7 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, hard_exit: bool = False) -> int:
     """Run the command `argv` names; its exit code. With `hard_exit` (the executable), a
     listing may end the process itself once its output is out (`common.finish`)."""
-    allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     parser = build_parser()
     args = parser.parse_args(argv)
     options.settle(args, parser)

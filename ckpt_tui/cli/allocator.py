@@ -1,4 +1,8 @@
-"""How the process's C allocator returns big blocks to the system (glibc only)."""
+"""How the process's C allocator returns big blocks to the system (glibc only).
+
+Only the long-running commands (the app, `demo`, `serve`) set it: a one-shot listing keeps no
+memory between refreshes, and would only pay a page fault for every big buffer it reads.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.cli import options
+from ckpt_tui.cli import allocator, options
 from ckpt_tui.cli.common import connection_to, fail
 from ckpt_tui.client import Backend
 from ckpt_tui.cost import RateError, resolve_storage_rate
@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ckpt_tui.tui.app import CkptApp
 
+    allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None)
     connections = [

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ckpt_tui.store import Store
 
-from ckpt_tui.cli import options
+from ckpt_tui.cli import allocator, options
 
 API_KEY_ENV = "CKPT_TUI_API_KEY"
 DEFAULT_JWT_LIFETIME = 900
@@ -247,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
             "ckpt-tui serve: note: the tinker SDK only sends keys starting with 'tml-'",
             file=sys.stderr,
         )
+    allocator.map_big_blocks()  # a long-running server: as for the app (see its docstring)
     return serve_forever(root, sock, auth, args.readonly, rate)
 
 

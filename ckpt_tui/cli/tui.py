@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from concurrent.futures import ThreadPoolExecutor
 
+from ckpt_tui.cli import allocator
 from ckpt_tui.cli.common import Refusal, connect, fail, log_settings_from_args, setups_for
 from ckpt_tui.timekeeping.clock import clock_from_environ
 
@@ -16,6 +17,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     from ckpt_tui.tui.app import CkptApp
 
+    allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     # Each backend with its own client; local stores open side by side (a large one's first
     # scan takes a while). The app closes the clients as it quits.
     with ThreadPoolExecutor() as pool:

@@ -14,7 +14,7 @@ incomplete (`Listing.complete` False, with the reason), and callers must not tre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -186,7 +186,7 @@ async def read_whole(
             if on_page is not None:
                 await on_page(page)
         pages.sort(key=lambda page: page.offset)
-        items = unique_by((item for page in pages for item in page.items), key)
+        items = unique_by([item for page in pages for item in page.items], key)
         covered = not report.gaps() and not report.problem
         if covered and len(items) == report.total and report.steady:
             return Listing(items, True)
@@ -220,9 +220,9 @@ async def _as_completed(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def unique_by(items: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
-    """`items` with later duplicates (same key) dropped: items can shift between pages."""
-    items = list(items)
+def unique_by(items: list[T], key: Callable[[T], Hashable]) -> list[T]:
+    """`items` (itself when there is no duplicate) with later duplicates (same key) dropped:
+    items can shift between pages."""
     keys = list(map(key, items))
     if len(set(keys)) == len(keys):  # the usual case, checked at C speed (100,000 items)
         return items
