@@ -57,7 +57,7 @@ RUNS_PAGE_SIZE = 1000
 fewer is paged by what it serves)."""
 PAGE_CONCURRENCY = 16
 """Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
-ITEMS_IN_FLIGHT = 100_000
+ITEMS_IN_FLIGHT = 50_000
 """Checkpoints in flight at once: 10 pages of 5,000 (two rounds of requests for 100,000, for
 3 MB more peak memory than 4 such pages), or 16 of 1,000 from a server that caps pages there
 (the bytes of every page in flight are held until it is decoded)."""
