@@ -7,7 +7,8 @@ missing), then times each hot function of `ckpt_tui/catalog`, `ckpt_tui/sizes` a
 `ckpt_tui/substring_index` both ways over the same rows. Prints the median of `--reps` runs
 of each (milliseconds, process CPU time, so other load on the machine counts less) and which
 way is faster; the code keeps the faster way, and says so in a comment where an idiom stays.
-Asserts that both ways give the same answer.
+Asserts that both ways give the same answer. Then times making the rows of checkpoints that
+no log names and that have no metadata, in `make_row`'s one step and in `row_with_facts`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
+from ckpt_tui.catalog.row_maker import make_row, row_with_facts
 from ckpt_tui.sizes import Size
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 Way = Callable[[], object]
+RowsWay = Callable[[], list[CheckpointRow]]
 
 
 def checkpoints(count: int) -> tuple[list[TrainingRun], list[Checkpoint]]:
@@ -61,6 +64,11 @@ def rows_with_missing(rows: list[CheckpointRow]) -> list[CheckpointRow]:
         msgspec.structs.replace(row, server=None) if i % 20 == 0 else row
         for i, row in enumerate(rows)
     ]
+
+
+def fields(row: CheckpointRow) -> tuple[object, ...]:
+    """A row's values (rows compare by identity)."""
+    return msgspec.structs.astuple(row)
 
 
 # --- each function both ways: (idiom, comprehension) -----------------------------------------
@@ -202,6 +210,17 @@ def main() -> None:
         ("substring_index.filter", "compress/map(contains)", lambda: filter_idiom(pair),
          lambda: filter_plain(pair)),
     ]  # fmt: skip
+    plain = [
+        ((c.tinker_path.split("/", 3)[2], c.checkpoint_id, c.tinker_path, c.checkpoint_type), c)
+        for c in items
+        if not c.user_metadata
+    ]
+    size = Size.exact(1)
+    choices: list[tuple[str, str, RowsWay, str, RowsWay]] = [
+        ("row_maker.make_row", "row_with_facts",
+         lambda: [row_with_facts("run", p, c, None, size) for p, c in plain],
+         "make_row (one step)", lambda: [make_row("run", p, c, None, size) for p, c in plain]),
+    ]  # fmt: skip
     print(f"{len(rows):,} rows; median of {args.reps} runs, ms of CPU time")
     print(f"{'function':<28}{'idiom':<24}{'idiom':>8}{'comprehension':>15}  faster")
     for name, idiom, one, other in cases:
@@ -209,6 +228,11 @@ def main() -> None:
         a, b = median_ms(one, args.reps), median_ms(other, args.reps)
         faster = "idiom" if a < b else "comprehension"
         print(f"{name:<28}{idiom:<24}{a:8.1f}{b:15.1f}  {faster} ({max(a, b) / min(a, b):.1f}x)")
+    print(f"\nrows of the {len(plain):,} checkpoints without metadata or record, both ways")
+    for name, label, one, code_label, code in choices:
+        assert list(map(fields, one())) == list(map(fields, code())), name
+        a, b = median_ms(one, args.reps), median_ms(code, args.reps)
+        print(f"{name:<22}{label:<18}{a:8.1f}  {code_label:<22}{b:8.1f}  ({a / b:.2f}x)")
 
 
 if __name__ == "__main__":

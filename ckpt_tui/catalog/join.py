@@ -25,11 +25,13 @@ from ckpt_tui.training.logdirs import LogDir
 
 def group_by_run(checkpoints: Sequence[Checkpoint]) -> dict[str, list[Checkpoint]]:
     """Checkpoints per run id, in their order; run ids in order of first appearance."""
+    if all([ckpt.tinker_path.startswith(TINKER_SCHEME) for ckpt in checkpoints]):
+        # "tinker://RUN/..." splits into ["tinker:", "", RUN, ...]
+        run_ids = [ckpt.tinker_path.split("/", 3)[2] for ckpt in checkpoints]
+    else:
+        run_ids = [run_id_of(ckpt) for ckpt in checkpoints]  # raises with the reason
     by_run: dict[str, list[Checkpoint]] = {}
-    for ckpt in checkpoints:
-        path = ckpt.tinker_path
-        end = path.find("/", 9)  # "tinker://RUN/...": one slice, no list (100,000 times)
-        run_id = path[9:end] if end > 9 and path.startswith(TINKER_SCHEME) else run_id_of(ckpt)
+    for run_id, ckpt in zip(run_ids, checkpoints, strict=True):
         group = by_run.get(run_id)
         if group is None:
             by_run[run_id] = [ckpt]

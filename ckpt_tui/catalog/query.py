@@ -48,11 +48,20 @@ SORT_ATTRIBUTES: dict[SortKey, str] = {
     "created": "created",
     "size": "size.bytes",
     "expiry": "expires_at",
-    "name": "name_key",
+    "name": "name",
 }
+"""The attribute each sort orders by (and that a row may lack: None goes last)."""
+
+
+def name_order(row: CheckpointRow) -> str:
+    """The name sort's key: run name, then checkpoint name, ignoring case. Made as a sort
+    asks for it rather than kept on every row: the join made 100,000 of them for `ls`."""
+    return f"{row.run_name}\x00{row.name}".lower()
 
 
 def value_getter(sort: Sort) -> Callable[[CheckpointRow], object]:
+    if sort.key == "name":
+        return name_order
     if sort.key != "metric":
         return attrgetter(SORT_ATTRIBUTES[sort.key])
     metric = sort.metric

@@ -66,17 +66,28 @@ def make_row(
     `path` is (run id, checkpoint id, tinker path, type); `backend` names where it is stored.
     Runs 100,000 times a join.
     """
-    run_id, checkpoint_id, tinker_path, checkpoint_type = path
-    name = checkpoint_id.split("/", 1)[-1]
     if ref is None and ckpt is not None and not ckpt.user_metadata:
-        # Most rows: a stored checkpoint that no log names and without metadata. Made in one
-        # step, 10% of a 100,000-checkpoint join is saved (benchmarks/bench_ls.py).
+        # Most rows: a stored checkpoint that no log names, without metadata. Made in one
+        # step, it takes 13% less time than `row_with_facts` (bench_catalog_idioms.py).
+        run_id, checkpoint_id, tinker_path, checkpoint_type = path
         return CheckpointRow(
-            run_id, run_name, checkpoint_id, name, tinker_path, checkpoint_type, UNTRACKED,
-            ckpt, None, NO_METRICS, None, None, size, False, False, False, ckpt.time,
-            ckpt.expires_at, f"{run_name}\x00{name}".lower(), f"{run_name}\n{tinker_path}".lower(),
-            backend,
+            run_id, run_name, checkpoint_id, checkpoint_id.split("/", 1)[-1], tinker_path,
+            checkpoint_type, UNTRACKED, ckpt, None, NO_METRICS, None, None, size, False, False,
+            False, ckpt.time, ckpt.expires_at, f"{run_name}\n{tinker_path}".lower(), backend,
         )  # fmt: skip
+    return row_with_facts(run_name, path, ckpt, ref, size, backend)
+
+
+def row_with_facts(
+    run_name: str,
+    path: tuple[str, str, str, CheckpointType],
+    ckpt: Checkpoint | None,
+    ref: RecordRef | None,
+    size: Size,
+    backend: str = "",
+) -> CheckpointRow:
+    """`make_row` for any checkpoint: with its record's facts and its metadata's, if any."""
+    run_id, checkpoint_id, tinker_path, checkpoint_type = path
     metadata = ckpt.user_metadata if ckpt is not None else None
     record = None
     metrics = NO_METRICS
@@ -105,7 +116,7 @@ def make_row(
         run_id,
         run_name,
         checkpoint_id,
-        name,
+        checkpoint_id.split("/", 1)[-1],
         tinker_path,
         checkpoint_type,
         state,
@@ -120,7 +131,6 @@ def make_row(
         rolling,
         created,
         expires_at,
-        f"{run_name}\x00{name}".lower(),
         search_text(run_name, tinker_path, metadata, record),
         backend,
     )

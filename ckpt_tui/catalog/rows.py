@@ -48,7 +48,7 @@ class CheckpointRow(msgspec.Struct, frozen=True, gc=False, eq=False):
     Immutable, and not tracked by the garbage collector: a row refers only to things that never
     refer back to it, so it can be part of no reference cycle. Rows compare by identity: a table
     finds its cursor's row among 100,000 by identity at C speed, and a join hands unchanged rows
-    over again. Sort keys (`created`, `expires_at`, `name_key`) and the filter's `haystack`
+    over again. Sort keys (`created`, `expires_at`) and the filter's `haystack`
     are attributes, for fast 100,000-row sorts and filters. Built by `catalog.row_maker.make_row`.
     """
 
@@ -74,8 +74,6 @@ class CheckpointRow(msgspec.Struct, frozen=True, gc=False, eq=False):
     created: datetime | None
     """When the server stored it (None for a missing row); also the created sort's key."""
     expires_at: datetime | None
-    name_key: str
-    """Sort key for the name sort: run name, then checkpoint name, ignoring case."""
     haystack: str
     """Lowercased text a filter searches: run, path, user metadata and record extras."""
     backend: str = ""

@@ -47,6 +47,12 @@ def test_each_sort_key_and_reverse_keep_unknown_values_last() -> None:
     assert names(sort_rows(data, Sort("size"))) == ["c", "a", "b"]
 
 
+def test_the_name_sort_ignores_case() -> None:
+    data = rows(ckpt("B", 3, 1, None), ckpt("a", 1, 1, None), ckpt("C", 2, 1, None))
+    assert names(sort_rows(data, Sort("name"))) == ["a", "B", "C"]
+    assert names(sort_rows(data, Sort("name", reverse=True))) == ["C", "B", "a"]
+
+
 def test_sort_cycles_through_every_key() -> None:
     seen = []
     sort = Sort()
