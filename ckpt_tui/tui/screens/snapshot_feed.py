@@ -21,7 +21,7 @@ from ckpt_tui.backends import BackendState, Connection, Fleet
 from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.row_cache import RowCache
-from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, backend_problems, load_snapshot
+from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
@@ -214,7 +214,7 @@ class SnapshotFeed:
     def report_problems(self, name: str, snapshot: Snapshot) -> None:
         """Say what a backend could not read (a broken run.json, an unreadable file), once
         per problem; the rows stay listed, with the reason in their metadata."""
-        problems = backend_problems(snapshot.runs, snapshot.checkpoints)
+        problems = snapshot.backend_problems
         said = self.reported_problems.get(name, set())
         new = [problem for problem in problems if problem not in said]
         self.reported_problems[name] = set(problems)
