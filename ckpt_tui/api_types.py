@@ -8,7 +8,6 @@ No HTTP, Textual or file-system code lives here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
@@ -45,8 +44,7 @@ def in_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
-@dataclass(frozen=True)
-class TinkerPath:
+class TinkerPath(msgspec.Struct, frozen=True, gc=False):
     """`tinker://RUN/SEGMENT/NAME` split into its parts."""
 
     run_id: str

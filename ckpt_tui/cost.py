@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from ckpt_tui.sizes import SizeTotal
 
@@ -22,8 +23,7 @@ class RateError(ValueError):
     """A storage rate that is not a usable number; the message says where it came from."""
 
 
-@dataclass(frozen=True)
-class MonthlyCost:
+class MonthlyCost(msgspec.Struct, frozen=True, gc=False):
     """USD per month for some bytes; `at_least` when some sizes were unknown."""
 
     usd: float

@@ -24,9 +24,10 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import InvalidUrlError
@@ -55,8 +56,7 @@ class KeyProblem(Exception):
     """A configured backend's key cannot be read (unset variable, unreadable file)."""
 
 
-@dataclass(frozen=True)
-class ConfiguredBackend:
+class ConfiguredBackend(msgspec.Struct, frozen=True, gc=False):
     """One `[backends.NAME]` table, checked."""
 
     name: str
@@ -87,8 +87,7 @@ class ConfiguredBackend:
         return None, None
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(msgspec.Struct, frozen=True, gc=False):
     """The backends a config file names, in file order (empty when there is no file)."""
 
     path: Path

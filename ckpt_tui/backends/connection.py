@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from ckpt_tui.backends.descriptor import Backend
 from ckpt_tui.client import CheckpointClient
 
 
-@dataclass(frozen=True)
-class Connection:
+class Connection(msgspec.Struct, frozen=True):
     """One open backend: its description and its own client (one client per backend).
 
     Whoever builds it (the command line) closes it: `await connection.client.aclose()`.

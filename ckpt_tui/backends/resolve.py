@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import msgspec
+from msgspec.structs import replace
 
 from ckpt_tui.backends.config import Config, ConfiguredBackend, KeyProblem
 from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
@@ -38,18 +40,19 @@ class SetupError(Exception):
     """The options cannot name a usable set of backends (exit 2); the message says why."""
 
 
-@dataclass(frozen=True)
-class Setup:
+class Setup(msgspec.Struct, frozen=True, gc=False):
     """One backend to open: its description, where its client connects, and, when it cannot
     be opened (an unset key variable), why: shown as that backend's error."""
 
     backend: Backend
-    endpoint: Endpoint = field(repr=False)
+    endpoint: Endpoint
     problem: str | None = None
 
+    def __repr__(self) -> str:
+        return f"Setup(backend={self.backend!r}, problem={self.problem!r})"  # not the endpoint
 
-@dataclass(frozen=True)
-class Wanted:
+
+class Wanted(msgspec.Struct, frozen=True):
     """What the options say (values as given; names parsed out by `resolve`)."""
 
     urls: Sequence[str] = ()

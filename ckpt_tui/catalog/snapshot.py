@@ -6,7 +6,6 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
@@ -28,8 +27,7 @@ UNREADABLE = "unreadable"
 """The user_metadata key in which `ckpt-tui serve` says why a checkpoint cannot be read."""
 
 
-@dataclass(frozen=True)
-class LogDirSettings:
+class LogDirSettings(msgspec.Struct, frozen=True, gc=False):
     """Where to look for training logs: `--log-dir` folders, plus the cookbook's runs root."""
 
     explicit: tuple[Path, ...] = ()

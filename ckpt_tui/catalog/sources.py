@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ckpt_tui.api_types import TrainingRun
 from ckpt_tui.catalog.rows import RecordRef
@@ -11,14 +12,13 @@ from ckpt_tui.training.logdirs import LogDir
 from ckpt_tui.training.records import last_checkpoint, record_paths
 
 
-@dataclass
-class LogIndex:
+class LogIndex(msgspec.Struct):
     """Every tinker path the log dirs name, and the log dir that names each run first."""
 
-    by_path: dict[str, RecordRef] = field(default_factory=dict)
-    log_dir_of_run: dict[str, LogDir] = field(default_factory=dict)
-    paths_of_run: dict[str, list[str]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    by_path: dict[str, RecordRef] = msgspec.field(default_factory=dict)
+    log_dir_of_run: dict[str, LogDir] = msgspec.field(default_factory=dict)
+    paths_of_run: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    problems: list[str] = msgspec.field(default_factory=list)
 
 
 def index_log_dirs(log_dirs: Sequence[LogDir]) -> LogIndex:
@@ -50,8 +50,7 @@ def name_in_metadata(run: TrainingRun | None) -> str | None:
     return next((metadata[key] for key in RUN_NAME_KEYS if metadata.get(key)), None)
 
 
-@dataclass(frozen=True)
-class JoinSources:
+class JoinSources(msgspec.Struct, frozen=True):
     """The server's runs by id and the index of the log dirs, worked out once per join."""
 
     server_runs: dict[str, TrainingRun]

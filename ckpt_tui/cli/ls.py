@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.backends import BackendState, Fleet
 from ckpt_tui.backends.load import load_fleet
@@ -49,8 +50,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(msgspec.Struct, frozen=True):
     """Every backend as it was loaded, and how each was talked to."""
 
     setups: list[Setup]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.cost import STORAGE_RATE_ENV
 
@@ -55,13 +56,12 @@ def project_id(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class GlobalOption:
+class GlobalOption(msgspec.Struct, frozen=True):
     """One option that may stand before or after the subcommand."""
 
     flag: str
     group: str | None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def dest(self) -> str:

@@ -13,9 +13,10 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.backends import BackendState, Fleet
 from ckpt_tui.backends.load import load_fleet
@@ -144,8 +145,7 @@ def policy_from_args(args: argparse.Namespace) -> KeepPolicy:
     )
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     """What to plan and whether to carry it out."""
 
     policy: KeepPolicy
@@ -154,8 +154,7 @@ class Job:
     now: datetime
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(msgspec.Struct, frozen=True):
     parts: list[Part]
     described: dict[str, str]
     """By backend name: where, and with which credential, as start-up settled it."""

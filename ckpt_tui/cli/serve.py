@@ -8,10 +8,11 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ckpt_tui.cli.prune import positive_int
 from ckpt_tui.cost import RateError, parse_rate
@@ -89,8 +90,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-@dataclass(frozen=True)
-class AuthOptions:
+class AuthOptions(msgspec.Struct, frozen=True, gc=False):
     """How the server authenticates: the key, and whether it exchanges it for JWTs."""
 
     api_key: str | None

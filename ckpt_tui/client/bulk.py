@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
+
+import msgspec
 
 from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client.errors import ClientError
@@ -17,8 +18,7 @@ from ckpt_tui.client.errors import ClientError
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """What happened to one item: `ok`, or the error and its message."""
 
     target: str

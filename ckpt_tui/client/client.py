@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from operator import attrgetter
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -71,8 +70,7 @@ _WEIGHTS_INFO = msgspec.json.Decoder(WeightsInfo)
 _STORAGE_USAGE = msgspec.json.Decoder(StorageUsage)
 
 
-@dataclass(frozen=True)
-class Timeouts:
+class Timeouts(msgspec.Struct, frozen=True, gc=False):
     """Seconds to wait for a connection and for each read (writes and the pool use `read`)."""
 
     connect: float = 5.0

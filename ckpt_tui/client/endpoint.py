@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import msgspec
 
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV
 from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
@@ -50,14 +51,16 @@ def default_credentials_path() -> Path:
     return Path(CREDENTIALS_DISPLAY_PATH).expanduser()
 
 
-@dataclass(frozen=True)
-class Credential:
+class Credential(msgspec.Struct, frozen=True, gc=False):
     """One credential to present: a fixed key, or a command that prints a fresh one."""
 
     source: str
     """Where it comes from, for people: `--api-key flag`, `TINKER_CREDENTIAL_CMD`, ..."""
-    key: str | None = field(default=None, repr=False)
-    command: str | None = field(default=None, repr=False)
+    key: str | None = None
+    command: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Credential(source={self.source!r})"  # never the key or the command
 
     @property
     def description(self) -> str:
@@ -72,19 +75,24 @@ class Credential:
         return f"{kind} from {self.source}"
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(msgspec.Struct, frozen=True, gc=False):
     """A resolved place to talk to: a base URL with an optional key, or a local store folder.
 
     `project` narrows the training runs to one project (`GET /training_runs?project_id=`).
     """
 
     base_url: str
-    api_key: str | None = field(default=None, repr=False, compare=False)
+    api_key: str | None = None
     key_source: str | None = None
     local_store: Path | None = None
-    credential_cmd: str | None = field(default=None, repr=False, compare=False)
+    credential_cmd: str | None = None
     project: str | None = None
+
+    def __repr__(self) -> str:  # never the key or the credential command
+        return (
+            f"Backend(base_url={self.base_url!r}, key_source={self.key_source!r}, "
+            f"local_store={self.local_store!r}, project={self.project!r})"
+        )
 
     @classmethod
     def remote(

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+import msgspec
 
 from ckpt_tui.client.errors import ClientError
 
@@ -34,8 +35,7 @@ MAX_ROUNDS = 16
 """Rounds of gap requests in one read (each round must cover something new)."""
 
 
-@dataclass(frozen=True)
-class Page(Generic[T]):
+class Page(msgspec.Struct, Generic[T], frozen=True):
     """One page of a list: its items, where it starts, the list's total size then, and which
     read of the list it belongs to."""
 
@@ -45,8 +45,7 @@ class Page(Generic[T]):
     read: int = 1
 
 
-@dataclass(frozen=True)
-class Listing(Generic[T]):
+class Listing(msgspec.Struct, Generic[T], frozen=True):
     """A whole list, or as much as could be read (`complete` False, `problem` says why)."""
 
     items: list[T]
@@ -54,13 +53,12 @@ class Listing(Generic[T]):
     problem: str = ""
 
 
-@dataclass
-class ReadReport:
+class ReadReport(msgspec.Struct):
     """What one read saw: which offsets its pages covered, the totals they reported, and why
     it stopped short (a page that failed, a round that added nothing)."""
 
-    totals: set[int] = field(default_factory=set)
-    covered: list[tuple[int, int]] = field(default_factory=list)
+    totals: set[int] = msgspec.field(default_factory=set)
+    covered: list[tuple[int, int]] = msgspec.field(default_factory=list)
     problem: str = ""
 
     def add(self, page: Page[T]) -> None:

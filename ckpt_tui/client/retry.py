@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 
 from ckpt_tui.client.errors import (
     ClientError,
@@ -31,16 +31,15 @@ from ckpt_tui.client.errors import (
 Sleep = Callable[[float], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """How often and how patiently to retry; `sleep` and `jitter` (0..1) are injectable."""
 
     max_attempts: int = 4
     base_delay: float = 0.25
     max_delay: float = 4.0
     max_retry_after: float = 30.0
-    sleep: Sleep = field(default=asyncio.sleep, compare=False)
-    jitter: Callable[[], float] = field(default=random.random, compare=False)
+    sleep: Sleep = asyncio.sleep
+    jitter: Callable[[], float] = random.random
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number `retry` (1-based); a server hint wins, capped."""
@@ -50,8 +49,7 @@ class RetryPolicy:
         return ceiling * (0.5 + 0.5 * self.jitter())
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """One API call: what to send, and how to talk about it in errors."""
 
     method: str
@@ -65,18 +63,16 @@ class Call:
     """False: sent without the client's session auth (start-up calls, the health check)."""
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(msgspec.Struct, frozen=True):
     """Where calls go, for error messages: the URL shown to people, and a function naming the
     credential that was sent ('the API key from TINKER_API_KEY'; None: none), asked only once
     an answer is in (start-up, which settles it, runs inside the request)."""
 
     display_url: str
-    credential: Callable[[], str | None] = field(default=lambda: None, compare=False)
+    credential: Callable[[], str | None] = lambda: None
 
 
-@dataclass
-class _Failure:
+class _Failure(msgspec.Struct):
     """A failed attempt: the error to raise if it is the last one, and what it implies."""
 
     error: ClientError

@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import jwt
+import msgspec
 
 REFRESH_SHARE = (0.45, 0.55)
 NEAR_EXPIRY_SECONDS = 60.0
@@ -47,13 +47,15 @@ def jwt_expired(credential: str, now: float | None = None) -> bool:
     return (time.time() if now is None else now) >= exp
 
 
-@dataclass(frozen=True)
-class Jwt:
+class Jwt(msgspec.Struct, frozen=True, gc=False):
     """A token the server handed out, and when it arrived (monotonic seconds)."""
 
-    value: str = field(repr=False)
+    value: str
     lifetime: float
     received: float
+
+    def __repr__(self) -> str:  # never the token itself
+        return f"Jwt(lifetime={self.lifetime!r}, received={self.received!r})"
 
     @classmethod
     def received_now(cls, value: str, now: float) -> Jwt:

@@ -8,16 +8,17 @@ planned (so its plan can be shown) but its deletions are refused.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime
+
+import msgspec
+from msgspec.structs import replace
 
 from ckpt_tui.backends import Backend, BackendState, Fleet
 from ckpt_tui.client import Outcome
 from ckpt_tui.policy.rules import KeepPolicy, Plan, PolicyError, plan
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(msgspec.Struct, frozen=True):
     """One backend's share of a prune."""
 
     state: BackendState

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
+
+import msgspec
 
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.sizes import SizeTotal, total
@@ -47,8 +48,7 @@ class PolicyError(ValueError):
     """A keep policy that makes no sense; the message says what to change."""
 
 
-@dataclass(frozen=True)
-class KeepPolicy:
+class KeepPolicy(msgspec.Struct, frozen=True, gc=False):
     """Which checkpoints to keep. Everything no rule keeps is deleted."""
 
     keep_final: bool = True
@@ -122,8 +122,7 @@ def describe_moment(at: datetime) -> str:
     return utc.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, gc=False):
     """What the plan does with one row, and why it keeps it (or "matched no keep rule")."""
 
     row: CheckpointRow
@@ -131,8 +130,7 @@ class Decision:
     reasons: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class RunPlan:
+class RunPlan(msgspec.Struct, frozen=True, gc=False):
     """The decisions for one run's stored rows, in the order the rows were given."""
 
     run_id: str
@@ -156,8 +154,7 @@ class RunPlan:
         return total(d.row.size for d in self.kept)
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True, gc=False):
     """A policy applied to stored rows: one decision per row, grouped by run."""
 
     policy: KeepPolicy

@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.api_types import CheckpointType, WeightsInfo
 from ckpt_tui.sizes.size import Size
 
 
-@dataclass(frozen=True)
-class ModelDims:
+class ModelDims(msgspec.Struct, frozen=True, gc=False):
     """The dimensions that fix a decoder's parameter counts (a Hugging Face config's names)."""
 
     hidden_size: int
@@ -80,8 +80,7 @@ class ModelDims:
         return embed + self.num_hidden_layers * (attn + mlp + norms) + h + lm_head
 
 
-@dataclass(frozen=True)
-class Assumptions:
+class Assumptions(msgspec.Struct, frozen=True, gc=False):
     lora_weight_bytes: int
     adam_moment_bytes: int
     adam_moments: int
@@ -89,8 +88,7 @@ class Assumptions:
     full_state_weight_bytes: int
 
 
-@dataclass(frozen=True)
-class ParamTable:
+class ParamTable(msgspec.Struct, frozen=True):
     """The contents of `lora_params.json`."""
 
     models: dict[str, ModelDims]
@@ -111,8 +109,7 @@ def load_param_table() -> ParamTable:
     )
 
 
-@dataclass(frozen=True)
-class LoraTargets:
+class LoraTargets(msgspec.Struct, frozen=True, gc=False):
     """Which parts LoRA adapts (tinker's LoraConfig flags; all default to True)."""
 
     attn: bool = True
@@ -131,7 +128,11 @@ class LoraTargets:
         return "+".join(chosen) if chosen else "nothing"
 
 
-def lora_param_count(dims: ModelDims, rank: int, targets: LoraTargets = LoraTargets()) -> int:
+EVERY_TARGET = LoraTargets()
+"""LoRA on attention, MLP and unembedding: tinker's default."""
+
+
+def lora_param_count(dims: ModelDims, rank: int, targets: LoraTargets = EVERY_TARGET) -> int:
     """LoRA adapter parameters at `rank` for the chosen targets."""
     if rank <= 0:
         raise ValueError(f"LoRA rank must be positive, got {rank}")

@@ -13,9 +13,10 @@ import math
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import msgspec
 
 from ckpt_tui.bounded_json import BadJsonError, parse_json, read_json_file
 
@@ -60,8 +61,7 @@ class SafetensorsHeaderError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(msgspec.Struct, frozen=True, gc=False):
     name: str
     dtype: str
     shape: tuple[int, ...]
@@ -73,8 +73,7 @@ class TensorInfo:
         return math.prod(self.shape)
 
 
-@dataclass(frozen=True)
-class SafetensorsSummary:
+class SafetensorsSummary(msgspec.Struct, frozen=True):
     """What the header(s) say: parameters and bytes per dtype; `file_bytes` is on disk."""
 
     param_count: int
@@ -83,7 +82,7 @@ class SafetensorsSummary:
     bytes_by_dtype: dict[str, int]
     params_by_dtype: dict[str, int]
     tensor_names: frozenset[str] = frozenset()
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import humanize
@@ -60,8 +59,7 @@ def _check(n: int) -> int:
     return n
 
 
-@dataclass(frozen=True)
-class SizeTotal:
+class SizeTotal(msgspec.Struct, frozen=True, gc=False):
     """The sum of some sizes: exact only if every part is exact; "at least" if any is unknown
     or still being written."""
 

@@ -18,11 +18,11 @@ by X" is `(max(now, expires_at) + X) - now`. Every function takes `now`; none re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
 import humanize
+import msgspec
 
 from ckpt_tui.timekeeping.dates import DateError, find_instant
 
@@ -48,8 +48,7 @@ class TtlError(ValueError):
     """A TTL the user typed that cannot be used; the message says what to type instead."""
 
 
-@dataclass(frozen=True)
-class Ttl:
+class Ttl(msgspec.Struct, frozen=True, gc=False):
     """A TTL to send: `seconds` from now, or None for "never expires"."""
 
     seconds: int | None

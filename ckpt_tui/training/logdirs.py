@@ -15,9 +15,10 @@ import math
 import os
 import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.bounded_json import parse_json, read_json_file
 from ckpt_tui.training.records import (
@@ -42,22 +43,20 @@ def default_runs_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / "tinker-runs"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True, gc=False):
     """Something found while looking at log directories that the user may want to fix."""
 
     path: Path
     message: str
 
 
-@dataclass(frozen=True)
-class RunConfig:
+class RunConfig(msgspec.Struct, frozen=True):
     """The parts of a run's `config.json` that ckpt-tui uses; `raw` keeps the rest."""
 
     model_name: str | None = None
     lora_rank: int | None = None
     log_path: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = msgspec.field(default_factory=dict)
     error: str | None = None
 
 
@@ -82,8 +81,7 @@ def read_run_config(path: Path) -> RunConfig:
     )
 
 
-@dataclass(frozen=True)
-class Metrics:
+class Metrics(msgspec.Struct, frozen=True):
     """`metrics.jsonl` as one (step, value) series per numeric key.
 
     `read_to`, `lines` and `stamp` say how much of the file this holds, so the next read
@@ -232,8 +230,7 @@ class LogDir:
         return f"LogDir({str(self.path)!r}, {self.display_name!r})"
 
 
-@dataclass
-class Discovery:
+class Discovery(msgspec.Struct):
     """The log directories found and everything that got in the way."""
 
     log_dirs: list[LogDir]

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.bounded_json import MAX_JSON_DEPTH, json_depth
@@ -35,8 +36,7 @@ KNOWN_KEYS: frozenset[str] = frozenset(
 _MISSING: Any = object()
 
 
-@dataclass
-class CheckpointRecord:
+class CheckpointRecord(msgspec.Struct):
     """One line of `checkpoints.jsonl`, as tinker-cookbook defines it."""
 
     name: str
@@ -45,7 +45,7 @@ class CheckpointRecord:
     final: bool | None = None
     state_path: str | None = None
     sampler_path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # As in the cookbook: a known key inside `extra` would be written twice by to_dict.
@@ -121,16 +121,14 @@ def record_problem(data: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class SkippedLine:
+class SkippedLine(msgspec.Struct, frozen=True, gc=False):
     """A line that was not read, and why."""
 
     line_no: int
     reason: str
 
 
-@dataclass(frozen=True)
-class FileStamp:
+class FileStamp(msgspec.Struct, frozen=True, gc=False):
     """Size and modification time: a cheap "has the file changed?" check."""
 
     size: int
@@ -146,8 +144,7 @@ class FileStamp:
         return cls(st.st_size, st.st_mtime_ns)
 
 
-@dataclass(frozen=True)
-class JsonLine:
+class JsonLine(msgspec.Struct, frozen=True):
     """A line that parsed as JSON, with its 1-based number."""
 
     line_no: int
@@ -193,8 +190,7 @@ def _json_reason(exc: Exception, is_unterminated: bool) -> str:
     return f"bad JSON: {detail}"
 
 
-@dataclass(frozen=True)
-class RecordsFile:
+class RecordsFile(msgspec.Struct, frozen=True):
     """What was read from one `checkpoints.jsonl`."""
 
     path: Path
@@ -240,8 +236,7 @@ def last_checkpoint(
     return None
 
 
-@dataclass(frozen=True)
-class RecordPaths:
+class RecordPaths(msgspec.Struct, frozen=True, gc=False):
     """The tinker paths a record names, split; problems say which could not be parsed."""
 
     state: TinkerPath | None

@@ -11,12 +11,12 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from ckpt_tui.catalog import CheckpointRow, build_catalog
 from ckpt_tui.policy import NO_RULE_REASON, KeepPolicy, Plan, plan

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from ckpt_tui.api_types import WeightsInfo
 from ckpt_tui.sizes import (
