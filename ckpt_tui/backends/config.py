@@ -33,11 +33,6 @@ from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import InvalidUrlError
 from ckpt_tui.client.endpoint import check_base_url
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_FILE_BYTES = 1 << 16
 KNOWN_KEYS = ("url", "local", "api_key_env", "api_key_file", "storage_rate", "readonly")
@@ -120,6 +115,10 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
 
 def parse_config(raw: bytes, path: Path) -> Config:
     """The backends `raw` (a config file's bytes) names; ConfigError on anything wrong."""
+    if sys.version_info >= (3, 11):  # imported here: 2 ms of every start, for a config file
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
