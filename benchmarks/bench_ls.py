@@ -3,8 +3,9 @@
     python benchmarks/bench_ls.py --store DIR [--tinker VENV] [--compare CKPT_TUI] [--reps 3]
 
 Serves the store with `ckpt-tui serve` in another process, behind a proxy on loopback that
-holds every request 50 ms (`--latency`) before passing it on, as a distant server would. Then
-runs, one after the other and `--reps` times each:
+holds every request 50 ms (`--latency`) before passing it on, as a distant server would. After
+one untimed `ckpt-tui ls --json` (the server's first listing builds its caches), runs, one
+after the other and `--reps` times each:
 - `ckpt-tui ls --json --url PROXY` (this checkout's, or `--ckpt-tui PATH`);
 - with `--compare PATH`, another `ckpt-tui` executable the same way (e.g. an older version);
 - with `--tinker VENV`, the official `tinker -f json checkpoint list --limit 0` from that
@@ -215,6 +216,9 @@ def main() -> None:
             # which would add the hosted service as a second backend), tinker by its variables.
             tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
             results: dict[str, list[RunResult]] = {name: [] for name in commands}
+            # Untimed, first: the server builds its API objects and their JSON on the first
+            # listing, which would otherwise land on whichever command runs first.
+            run_once(commands["ckpt-tui ls --json"], env, Path(home) / "warm-up.json")
             for rep in range(args.reps):  # interleaved, so load on the machine hits each alike
                 for number, (name, argv) in enumerate(commands.items()):
                     output = Path(home) / f"output-{rep}-{number}.json"

@@ -16,7 +16,7 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.catalog.row_cache import RowCache
-from ckpt_tui.catalog.rows import CheckpointRow, RunSummary
+from ckpt_tui.catalog.rows import CheckpointRow, PathIndex, RunSummary
 from ckpt_tui.catalog.sizing import RunSizer
 from ckpt_tui.catalog.sources import JoinSources
 from ckpt_tui.sizes import SizeTotal, sum_totals
@@ -58,7 +58,8 @@ class Catalog(msgspec.Struct, frozen=True, gc=False):
     runs: list[RunSummary]
     problems: list[str]
     rows: list[CheckpointRow]
-    row_by_path: dict[str, CheckpointRow]
+    paths: PathIndex
+    """`rows` by tinker path (`row_by_path`), made on first use."""
     stored_rows: list[CheckpointRow]
     """Rows the server still has (not the missing ones)."""
     stored_size: SizeTotal
@@ -74,12 +75,16 @@ class Catalog(msgspec.Struct, frozen=True, gc=False):
             runs,
             problems,
             rows,
-            {row.tinker_path: row for row in rows},
+            PathIndex(rows),
             [row for run in runs for row in run.stored_rows],
             sum_totals([run.size for run in runs]),
             min(expiries, default=None),
             {run.run_id: run for run in runs},
         )
+
+    @property
+    def row_by_path(self) -> Mapping[str, CheckpointRow]:
+        return self.paths.mapping()
 
     def run(self, run_id: str) -> RunSummary | None:
         return self.run_by_id.get(run_id)
@@ -183,7 +188,7 @@ def build_catalog(
     ]
     summaries.sort(key=newest_first)
     catalog = Catalog.of(summaries, list(sources.index.problems))
-    cache.keep(catalog.row_by_path)
+    cache.keep(catalog.paths)
     return catalog
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ckpt_tui.api_types import Checkpoint, TinkerPath
-from ckpt_tui.catalog.row_maker import make_row, parts_of, sized
-from ckpt_tui.catalog.rows import CheckpointRow, RecordRef
+from ckpt_tui.catalog.row_maker import make_row, parts_of
+from ckpt_tui.catalog.rows import NO_ROWS, CheckpointRow, PathIndex, RecordRef
 from ckpt_tui.catalog.sizing import RunSizer
 
 
@@ -22,7 +22,7 @@ class RowCache:
 
     def __init__(self, backend: str = "") -> None:
         self.backend = backend
-        self._old: Mapping[str, CheckpointRow] = {}
+        self._kept = NO_ROWS
         self.deleted_here: set[str] = set()
         """Paths this client deleted: a training log naming one does not make it "missing"
         (the user knows where it went), in this join or any later one."""
@@ -37,7 +37,7 @@ class RowCache:
     ) -> list[CheckpointRow]:
         """The rows of one run's checkpoints the server has, in their order: the last join's
         row of each, if it still fits (one call per run: this runs 100,000 times a join)."""
-        old, backend = self._old.get, self.backend
+        old, backend = self._kept.mapping().get, self.backend
         rows: list[CheckpointRow] = []
         add = rows.append
         for ckpt in checkpoints:
@@ -55,22 +55,26 @@ class RowCache:
                     path = (run_id, ckpt.checkpoint_id, key, ckpt.checkpoint_type)
                 else:
                     path = parts_of(TinkerPath.parse(key))
-                size = sizer.size_of(ckpt) if ckpt.size_bytes is None else sized(ckpt)
-                row = make_row(run_name, path, ckpt, ref, size, backend)
+                row = make_row(run_name, path, ckpt, ref, sizer.size_of(ckpt), backend)
             add(row)
         return rows
 
     def missing(self, run_name: str, text: str, ref: RecordRef) -> CheckpointRow:
         """The row of a checkpoint a training log names but the server no longer has."""
-        row = self._old.get(text)
+        row = self._kept.mapping().get(text)
         if row is None or row.run_name != run_name or row.server is not None or row.ref != ref:
             path = parts_of(TinkerPath.parse(text))
             row = make_row(run_name, path, None, ref, RunSizer.unknown_missing(), self.backend)
         return row
 
-    def keep(self, row_by_path: Mapping[str, CheckpointRow]) -> None:
+    def keep(self, paths: PathIndex) -> None:
         """Remember this join's rows for the next one (its catalog's index of them by path)."""
-        self._old = row_by_path
+        self._kept = paths
+
+    def index_kept(self) -> None:
+        """Index the kept rows by path now (a refresh does it in a thread before its first
+        page, which `known` then looks up)."""
+        self._kept.mapping()
 
     def known(self, items: list[Checkpoint]) -> list[Checkpoint]:
         """`items`, each one that equals the checkpoint of the last join's row replaced by it.
@@ -80,7 +84,7 @@ class RowCache:
         until the join drops them (which left that much memory fragmented after a refresh);
         the join then finds them by identity.
         """
-        old = self._old
+        old = self._kept.mapping()
         if not old:
             return items
         get = old.get

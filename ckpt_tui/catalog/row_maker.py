@@ -10,7 +10,6 @@ from ckpt_tui.catalog.rows import (
     RecordRef,
     RowState,
     int_or_none,
-    is_incomplete,
     number_or_none,
     search_text,
 )
@@ -138,12 +137,3 @@ def row_with_facts(
 
 def parts_of(path: TinkerPath) -> tuple[str, str, str, CheckpointType]:
     return (path.run_id, path.checkpoint_id, str(path), path.checkpoint_type)
-
-
-def sized(ckpt: Checkpoint) -> Size:
-    """The size of a checkpoint the server gave bytes for: exact, or partial while written."""
-    size_bytes = ckpt.size_bytes
-    assert size_bytes is not None
-    if ckpt.user_metadata and is_incomplete(ckpt):
-        return Size.partial(size_bytes)
-    return Size("exact", size_bytes)  # decoded as non-negative; one call less than Size.exact

@@ -239,3 +239,25 @@ def soonest_expiry(rows: Sequence[CheckpointRow]) -> datetime | None:
 def stored_only(rows: Sequence[CheckpointRow]) -> list[CheckpointRow]:
     """Rows the server still has (not the missing ones)."""
     return [row for row in rows if row.server is not None]
+
+
+class PathIndex:
+    """Rows by tinker path, made on first use (from any thread; two threads may both make
+    it, alike). `ls` never looks a row up by path, and 100,000 rows took 25 ms to index
+    (benchmarks/bench_ls.py); the TUI looks rows up, and the next join reuses them by path."""
+
+    __slots__ = ("_by_path", "_rows")
+
+    def __init__(self, rows: Sequence[CheckpointRow]) -> None:
+        self._rows = rows
+        self._by_path: dict[str, CheckpointRow] | None = None
+
+    def mapping(self) -> Mapping[str, CheckpointRow]:
+        found = self._by_path
+        if found is None:
+            found = self._by_path = {row.tinker_path: row for row in self._rows}
+        return found
+
+
+NO_ROWS = PathIndex(())
+"""The index of no rows."""

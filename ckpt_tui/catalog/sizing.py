@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from ckpt_tui.api_types import Checkpoint, CheckpointType, WeightsInfo
+from ckpt_tui.catalog.rows import is_incomplete
 from ckpt_tui.sizes import (
     Size,
     calibrated_bytes_per_param,
@@ -29,6 +30,9 @@ class RunSizer:
         self.info = info
         self.checkpoints = checkpoints
         self._estimates: dict[CheckpointType, Size] = {}  # one per kind: they are all alike
+        self._exact: dict[int, Size] = {}
+        """One Size per byte count: a run's checkpoints of a kind are mostly the same size,
+        and 100,000 rows held 100,000 equal Sizes (5 MB, benchmarks/bench_ls.py)."""
 
     @cached_property
     def params(self) -> int | None:
@@ -44,8 +48,15 @@ class RunSizer:
         return found
 
     def size_of(self, ckpt: Checkpoint) -> Size:
-        if ckpt.size_bytes is not None:
-            return Size.exact(ckpt.size_bytes)
+        """Exact (partial while `ckpt-tui serve` says it is still written), else estimated."""
+        size_bytes = ckpt.size_bytes
+        if size_bytes is not None:
+            if ckpt.user_metadata and is_incomplete(ckpt):
+                return Size.partial(size_bytes)
+            size = self._exact.get(size_bytes)
+            if size is None:
+                size = self._exact[size_bytes] = Size.exact(size_bytes)
+            return size
         if self.info is None:
             return NO_MODEL
         estimate = self._estimates.get(ckpt.checkpoint_type)

@@ -47,19 +47,21 @@ from ckpt_tui.client.session import Session
 CheckpointRef = TinkerPath | str | Checkpoint
 AccessScope = Literal["owned", "accessible"]
 API = "/api/v1"
-PAGE_SIZE = 5000
-"""Checkpoints asked for per page: 100,000 in 20 requests (the server serves up to 10,000;
-a server that serves fewer is paged by what it serves). Fewer, bigger pages cost the client
-less than half the CPU time of pages of 1,000."""
+PAGE_SIZE = 10_000
+"""Checkpoints asked for per page: 100,000 in 10 requests, the most `ckpt-tui serve` serves a
+page (a server that serves fewer is paged by what it serves). Each request costs the client
+CPU time of its own: `ls --json` over bench_ls.py's store, run turn about with pages of
+5,000, took 565 ms of CPU time against 604."""
 RUNS_PAGE_SIZE = 1000
 """Runs asked for per page: 1,000 runs in one request rather than ten (a server that serves
 fewer is paged by what it serves)."""
 PAGE_CONCURRENCY = 16
 """Pages in flight at once: enough to hide ~50 ms of latency per request behind each other."""
-ITEMS_IN_FLIGHT = 50_000
-"""Checkpoints in flight at once: 10 pages of 5,000 (two rounds of requests for 100,000, for
-3 MB more peak memory than 4 such pages), or 16 of 1,000 from a server that caps pages there
-(the bytes of every page in flight are held until it is decoded)."""
+ITEMS_IN_FLIGHT = 100_000
+"""Checkpoints in flight at once: 10 pages of 10,000 (about 20 MB of answers; with 5, the
+client waited on the network between pages: `ls --json` took 15-78 ms longer, bench_ls.py's
+store, turn about), or 16 of 1,000 from a server that caps pages there (the bytes of every
+page in flight are held until it is decoded)."""
 T = TypeVar("T")
 ListItem = TypeVar("ListItem")
 _HEALTH = msgspec.json.Decoder(Health)

@@ -221,9 +221,9 @@ async def _as_completed(
 def unique_by(items: list[T], key: Callable[[T], Hashable]) -> list[T]:
     """`items` (itself when there is no duplicate) with later duplicates (same key) dropped:
     items can shift between pages."""
-    keys = list(map(key, items))
-    if len(set(keys)) == len(keys):  # the usual case, checked at C speed (100,000 items)
+    if len(set(map(key, items))) == len(items):  # the usual case, at C speed (100,000 items)
         return items
+    keys = list(map(key, items))
     seen: set[Hashable] = set()
     unique: list[T] = []
     for k, item in zip(keys, items, strict=True):

@@ -312,10 +312,11 @@ class SnapshotFeed:
         """Unmark checkpoints a backend no longer has (a trainer deleted a rolling one), as its
         whole `snapshot` says (whether the panes show it yet or not)."""
         host = self.host
-        table, rows = host.checkpoints_table, snapshot.catalog.row_by_path
+        table = host.checkpoints_table
         marks = {key for key in table.marks if isinstance(key, tuple) and key[0] == backend}
         if not marks:
             return
+        rows = snapshot.catalog.row_by_path
         gone = {key for key in marks if (row := rows.get(key[1])) is None or row.is_missing}
         if gone:
             left = table.marks - gone
