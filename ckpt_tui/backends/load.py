@@ -122,7 +122,7 @@ async def load_backend(
             connection.client,
             settings,
             on_partial=partial,
-            cache=cache or RowCache(connection.name),
+            cache=cache or RowCache(connection.name, reused=False),
         )
     except ClientError as exc:
         rate_task.cancel()

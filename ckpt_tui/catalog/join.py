@@ -178,7 +178,7 @@ def build_catalog(
     With `complete` False (the server's list could not be read whole), a logged checkpoint
     the list lacks is left out rather than marked missing: it may well exist.
     """
-    cache = cache or RowCache()
+    cache = cache or RowCache(reused=False)
     sources = JoinSources.of(runs, log_dirs)
     by_run = group_by_run(checkpoints)
     infos = weights_info or {}

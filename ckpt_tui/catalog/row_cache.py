@@ -17,11 +17,13 @@ class RowCache:
     again; reusing unchanged rows makes that a dictionary lookup per row instead of a new row.
     An estimated size is part of the inputs, since calibration depends on the rest of the run.
 
-    One cache serves one backend: `backend` is the name its rows and runs carry.
+    One cache serves one backend: `backend` is the name its rows and runs carry. A cache that
+    is not `reused` (a one-shot load: `ls`, `prune`) keeps nothing after a join.
     """
 
-    def __init__(self, backend: str = "") -> None:
+    def __init__(self, backend: str = "", *, reused: bool = True) -> None:
         self.backend = backend
+        self.reused = reused
         self._kept = NO_ROWS
         self.deleted_here: set[str] = set()
         """Paths this client deleted: a training log naming one does not make it "missing"
@@ -68,13 +70,11 @@ class RowCache:
         return row
 
     def keep(self, paths: PathIndex) -> None:
-        """Remember this join's rows for the next one (its catalog's index of them by path)."""
-        self._kept = paths
-
-    def index_kept(self) -> None:
-        """Index the kept rows by path now (a refresh does it in a thread before its first
-        page, which `known` then looks up)."""
-        self._kept.mapping()
+        """Remember this join's rows for the next one, indexed by path now (in the joining
+        thread: the next refresh looks its pages up in it as they arrive)."""
+        if self.reused:
+            paths.mapping()
+            self._kept = paths
 
     def known(self, items: list[Checkpoint]) -> list[Checkpoint]:
         """`items`, each one that equals the checkpoint of the last join's row replaced by it.

@@ -32,7 +32,7 @@ class RunSizer:
         self._estimates: dict[CheckpointType, Size] = {}  # one per kind: they are all alike
         self._exact: dict[int, Size] = {}
         """One Size per byte count: a run's checkpoints of a kind are mostly the same size,
-        and 100,000 rows held 100,000 equal Sizes (5 MB, benchmarks/bench_ls.py)."""
+        and 100,000 rows held 100,000 equal Sizes (5 MB)."""
 
     @cached_property
     def params(self) -> int | None:

@@ -172,8 +172,7 @@ async def load_snapshot(
     `own_logs_only` (one of several backends): only the log dirs that name one of this
     backend's runs join it; another backend's runs are not "missing" here.
     """
-    cache = cache or RowCache()
-    await asyncio.to_thread(cache.index_kept)  # a refresh looks its pages up by path
+    cache = cache or RowCache(reused=False)
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
     # Runs and checkpoint pages are read side by side: each list waits on the network.
     runs_task = asyncio.ensure_future(

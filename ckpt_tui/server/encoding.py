@@ -1,8 +1,7 @@
 """JSON answers encoded with msgspec, straight from the API structs.
 
-A page of `/checkpoints` is made of each checkpoint's JSON, which the store's index keeps until
-the checkpoint changes (`EncodedCheckpointsPage`): checkpoints scattered over a big heap
-encoded at 0.7 us each, while joining their bytes costs a tenth of that.
+msgspec encodes a 1,000-checkpoint page in well under a millisecond, so no per-checkpoint cache
+of encoded bytes is kept.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@ import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
-from ckpt_tui.api_types import Checkpoint, TrainingRun, checkpoint_type_of, encode
+from ckpt_tui.api_types import Checkpoint, TrainingRun, checkpoint_type_of
 from ckpt_tui.store.layout import Signature, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row
 from ckpt_tui.store.runinfo import RunInfo
@@ -38,7 +36,6 @@ class CheckpointEntry:
     tinker_path: str = field(init=False)
     sort_key: SortKey = field(init=False)  # newest first, then by tinker path
     _cached: Checkpoint | None = field(default=None, init=False, repr=False)
-    _encoded: msgspec.Raw | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tinker_path = f"tinker://{self.row.run_id}/{self.row.checkpoint_id}"
@@ -68,13 +65,6 @@ class CheckpointEntry:
             )
         return self._cached
 
-    def encoded(self) -> msgspec.Raw:
-        """The API object as JSON, encoded once until `changed`: a page of 5,000 is then
-        joined rather than encoded, 3 ms less each (benchmarks/bench_server.py)."""
-        if self._encoded is None:
-            self._encoded = msgspec.Raw(encode(self.checkpoint()))
-        return self._encoded
-
     def _user_metadata(self) -> dict[str, str] | None:
         if self.facts is None:
             return None if self.row.user_metadata is None else dict(self.row.user_metadata)
@@ -90,7 +80,6 @@ class CheckpointEntry:
 
     def changed(self) -> None:
         self._cached = None
-        self._encoded = None
 
     def expired(self, now_us: int) -> bool:
         return (
