@@ -160,6 +160,13 @@ class CheckpointsPage(msgspec.Struct, frozen=True, gc=False):
     cursor: Cursor | None = None
 
 
+class EncodedCheckpointsPage(msgspec.Struct, frozen=True, gc=False):
+    """A `CheckpointsPage` whose checkpoints are already JSON: the same bytes once encoded."""
+
+    checkpoints: list[msgspec.Raw]
+    cursor: Cursor | None = None
+
+
 class TrainingRunsPage(msgspec.Struct, frozen=True, gc=False):
     """`GET /training_runs`."""
 

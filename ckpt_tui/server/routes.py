@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ckpt_tui.api_types import CheckpointsPage, Cursor, TrainingRunsPage
+from ckpt_tui.api_types import CheckpointsPage, Cursor, EncodedCheckpointsPage, TrainingRunsPage
 from ckpt_tui.server.billing import checkpoint_storage_usage
 from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.error_responses import ApiError, guarded
@@ -86,8 +86,9 @@ async def list_checkpoints(request: Request) -> Response:
     check_access_scope(request)
     page = parse_page(request, CHECKPOINTS_PAGE)
     store = _store(request)
-    checkpoints, total = await run_in_threadpool(store.list_checkpoints, page.offset, page.limit)
-    return json_response(CheckpointsPage(checkpoints, Cursor(page.offset, page.limit, total)))
+    checkpoints, total = await run_in_threadpool(store.encoded_checkpoints, page.offset, page.limit)
+    cursor = Cursor(page.offset, page.limit, total)
+    return json_response(EncodedCheckpointsPage(checkpoints, cursor))
 
 
 async def checkpoint_action(request: Request) -> Response:

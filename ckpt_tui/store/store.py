@@ -22,11 +22,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
+
+from msgspec import Raw
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.guard import Guard, locked
+from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.meta import MetaDB
@@ -35,6 +39,8 @@ from ckpt_tui.store.settle import SETTLE_SECONDS
 from ckpt_tui.store.watcher import Watcher
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
+
+T = TypeVar("T")
 
 
 class Store:
@@ -167,15 +173,26 @@ class Store:
 
     def list_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Checkpoint], int]:
         """All live checkpoints, newest first, and the total count."""
+        return self._page(offset, limit, CheckpointEntry.checkpoint)
+
+    def encoded_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Raw], int]:
+        """`list_checkpoints` with each checkpoint as its JSON (the server's answer)."""
+        return self._page(offset, limit, CheckpointEntry.encoded)
+
+    def _page(
+        self, offset: int, limit: int, each: Callable[[CheckpointEntry], T]
+    ) -> tuple[list[T], int]:
         _check_page(offset, limit)
         self._watcher.notice_changes_unlocked()
-        return self._checkpoints_page(offset, limit)
+        return self._live_page(offset, limit, each)
 
     @locked
-    def _checkpoints_page(self, offset: int, limit: int) -> tuple[list[Checkpoint], int]:
+    def _live_page(
+        self, offset: int, limit: int, each: Callable[[CheckpointEntry], T]
+    ) -> tuple[list[T], int]:
         self._ledger.hide_expired()
         index = self._ledger.index
-        return [entry.checkpoint() for entry in index.page(offset, limit)], index.total()
+        return [each(entry) for entry in index.page(offset, limit)], index.total()
 
     @locked
     def get_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ckpt_tui.api_types import encode
 from ckpt_tui.store import ConflictError, InvalidRequestError, NotFoundError, Store, StoreError
 from ckpt_tui.timekeeping.clock import FixedClock
 
@@ -104,6 +105,29 @@ def test_publish_conflicts(store: Store) -> None:
     assert not store.set_public("run-a", "weights/1", False).public
     with pytest.raises(ConflictError, match="already private"):
         store.set_public("run-a", "weights/1", False)
+
+
+def test_the_encoded_page_is_the_page_encoded_and_follows_changes(
+    store: Store, clock: FixedClock
+) -> None:
+    make_run(store)
+    for name in ("weights/1", "weights/2", "sampler_weights/2"):
+        store.add_checkpoint("run-a", name)
+        clock.advance(timedelta(seconds=1))
+
+    def both() -> tuple[list[bytes], list[bytes]]:
+        encoded, total = store.encoded_checkpoints(0, 10)
+        checkpoints, same_total = store.list_checkpoints(0, 10)
+        assert total == same_total == len(checkpoints)
+        return [bytes(raw) for raw in encoded], [encode(ckpt) for ckpt in checkpoints]
+
+    first, expected = both()
+    assert first == expected and len(first) == 3
+    store.set_public("run-a", "weights/1", True)
+    store.set_ttl("run-a", "weights/2", 7200)
+    after, expected = both()
+    assert after == expected and after != first
+    assert b'"public":true' in after[2] and b'"expires_at":"2025-01-01T14:00:03Z"' in after[1]
 
 
 def test_ttl_bounds_and_clear(store: Store, clock: FixedClock) -> None:
