@@ -38,7 +38,8 @@ class RowCache:
         sizer: RunSizer,
     ) -> list[CheckpointRow]:
         """The rows of one run's checkpoints the server has, in their order: the last join's
-        row of each, if it still fits (one call per run: this runs 100,000 times a join)."""
+        row of each, if it still fits. One call per run, so the loop over 100,000 checkpoints
+        a join runs here rather than as 100,000 calls."""
         old, backend = self._kept.mapping().get, self.backend
         rows: list[CheckpointRow] = []
         add = rows.append
