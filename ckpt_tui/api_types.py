@@ -174,10 +174,15 @@ class TrainingRunsPage(msgspec.Struct, frozen=True, gc=False):
     cursor: Cursor
 
 
+StoreId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+"""A store's id (hex); bounded: a server's answer is hostile input."""
+
+
 class Health(msgspec.Struct, frozen=True, gc=False):
-    """`GET /healthz`."""
+    """`GET /healthz`; ckpt-tui's own server adds the id of the store it serves."""
 
     status: str = ""
+    store_id: StoreId | None = None
 
 
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]

@@ -63,6 +63,8 @@ class ConfiguredBackend(msgspec.Struct, frozen=True, gc=False):
     readonly: bool = False
     source: str = ""
     """Where it was configured, for messages: '[backends.box1] in /home/me/.config/...'."""
+    problem: str | None = None
+    """Why it cannot be opened (its url cannot work): shown as its error; the others open."""
 
     def key(self, env: Mapping[str, str]) -> tuple[str | None, str | None]:
         """(key, where it came from) as the config names it; (None, None) when it names none.
@@ -169,21 +171,31 @@ def checked(name: str, table: Any, where: Locator) -> ConfiguredBackend:
         return ConfiguredBackend(
             name, local=folder, storage_rate=rate, readonly=readonly, source=source
         )
-    url = table["url"].strip()
-    try:
-        check_base_url(url, f"url of [backends.{name}]")
-    except InvalidUrlError as exc:
-        raise where.error(name, "url", exc.message) from None
+    url, problem = url_of(table["url"], name, where)
     key_file = table.get("api_key_file")
     return ConfiguredBackend(
         name,
-        url=url.rstrip("/"),
+        url=url,
+        problem=problem,
         api_key_env=table.get("api_key_env"),
         api_key_file=None if key_file is None else Path(key_file).expanduser(),
         storage_rate=rate,
         readonly=readonly,
         source=source,
     )
+
+
+def url_of(text: str, name: str, where: Locator) -> tuple[str, str | None]:
+    """(the url, None), or, for a url that cannot work (no http://, a port above 65535, a
+    control character), (the url as it may be shown, why): that backend's own error; the
+    others still open."""
+    url = text.strip()
+    try:
+        check_base_url(url, f"url of [backends.{name}]")
+    except InvalidUrlError as exc:
+        shown = ascii(url)[1:-1]  # no control character reaches a terminal
+        return shown, f"{where.error(name, 'url', exc.message)}; or fix the config"
+    return url.rstrip("/"), None
 
 
 def rate_of(table: dict[str, Any], name: str, where: Locator) -> float | None:

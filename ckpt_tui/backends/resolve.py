@@ -29,8 +29,9 @@ from msgspec.structs import replace
 
 from ckpt_tui.backends.config import Config, ConfiguredBackend, KeyProblem
 from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
+from ckpt_tui.backends.identity import PlaceKey, place_key, same_place_message
 from ckpt_tui.client import Backend as Endpoint
-from ckpt_tui.client import CredentialsError, resolve_backend
+from ckpt_tui.client import CredentialsError, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url
 
 TINKER = "tinker"
@@ -138,7 +139,8 @@ def tinker_named_again(setups: list[Setup]) -> list[Setup]:
     tinker = next((s for s in setups if s.backend.name == TINKER and s.problem is None), None)
     if tinker is None:
         return setups
-    same = [s for s in setups if s is not tinker and s.backend.location == tinker.backend.location]
+    where = place_key(tinker.backend)
+    same = [s for s in setups if s is not tinker and place_key(s.backend) == where]
     if not same:
         return setups
     kept = []
@@ -175,8 +177,11 @@ def tinker_setup(
             api_key=api_key, env=env, credentials_path=credentials_path, project=wanted.project
         )
         present = endpoint.credential() is not None
-    except CredentialsError as exc:  # e.g. a broken ~/.tinker/credentials.json
-        endpoint = Endpoint.remote(env.get("TINKER_BASE_URL") or "https://invalid", None)
+    except (CredentialsError, InvalidUrlError) as exc:
+        # a broken ~/.tinker/credentials.json, a TINKER_BASE_URL that cannot work: this
+        # backend's error, shown without its control characters; the others still open
+        shown = ascii(env.get("TINKER_BASE_URL") or "https://invalid")[1:-1]
+        endpoint = Endpoint.remote(shown, None)
         backend = Backend(TINKER, "tinker", endpoint.base_url, wanted.readonly, wanted.storage_rate)
         return Setup(backend, endpoint, exc.message)
     if not present and not env.get("TINKER_BASE_URL"):
@@ -226,6 +231,8 @@ def configured_setup(
         return Setup(backend, Endpoint.local(configured.local, wanted.project), problem)
     url = str(configured.url)
     backend = Backend(configured.name, "url", url, readonly, rate)
+    if configured.problem is not None:
+        return Setup(backend, Endpoint.remote(url, project=wanted.project), configured.problem)
     try:
         key, source = configured.key(env)
     except KeyProblem as exc:
@@ -251,10 +258,10 @@ def unique(name: str, taken: set[str]) -> str:
 
 
 def check_unique(setups: Sequence[Setup]) -> None:
-    """SetupError when two backends share a name or a place (its checkpoints would be listed,
-    and planned, twice)."""
+    """SetupError when two backends share a name or are one store however spelled (see
+    `identity`: its checkpoints would be listed, and planned, twice)."""
     names: dict[str, Backend] = {}
-    places: dict[str, Backend] = {}
+    places: dict[PlaceKey, Backend] = {}
     for setup in setups:
         backend = setup.backend
         if backend.name in names:
@@ -263,10 +270,7 @@ def check_unique(setups: Sequence[Setup]) -> None:
                 f"{backend.place}): give each its own name (--url NAME=URL, --local NAME=STORE)"
                 + (" or pass --no-tinker" if backend.name == TINKER else "")
             )
-        if backend.location in places:
-            first = places[backend.location]
-            raise SetupError(
-                f"{backend.place} was given twice (as {first.name} and {backend.name}): "
-                "give it once"
-            )
-        names[backend.name] = places[backend.location] = backend
+        place = place_key(backend)
+        if place in places:
+            raise SetupError(same_place_message(places[place], backend))
+        names[backend.name] = places[place] = backend

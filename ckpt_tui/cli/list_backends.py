@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from ckpt_tui.backends.config import config_path
+from ckpt_tui.backends.identity import one_store_problem
 from ckpt_tui.backends.load import Status, probe
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.cli import options
@@ -35,9 +36,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-async def probe_all(setups: list[Setup]) -> list[Status]:
+async def probe_all(setups: list[Setup]) -> tuple[list[Status], str | None]:
+    """Each backend's status, and why two are one store (None when no two are)."""
     async with opened(setups) as connections:
-        return list(await asyncio.gather(*(probe(c) for c in connections)))
+        one_store = asyncio.ensure_future(one_store_problem(connections))
+        statuses = list(await asyncio.gather(*(probe(c) for c in connections)))
+        return statuses, await one_store
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
         setups = setups_for(args, rate=True)
     except Refusal as exc:
         return fail(str(exc), 2)
-    statuses = run_async(probe_all(setups))
+    statuses, one_store = run_async(probe_all(setups))
+    if one_store is not None:
+        return fail(one_store, 2)
     if args.json:
         document = {
             "schema": SCHEMA,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,6 +12,7 @@ from typing import Any
 import msgspec
 
 from ckpt_tui.backends import BackendState, Fleet
+from ckpt_tui.backends.identity import one_store_problem
 from ckpt_tui.backends.load import load_fleet
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.catalog import RunSummary
@@ -57,6 +59,8 @@ class Loaded(msgspec.Struct, frozen=True):
     fleet: Fleet
     described: dict[str, str]
     """By backend name: where, and with which credential, as start-up settled it."""
+    one_store: str | None = None
+    """Why two backends are one store (their store ids say so): refused (exit 2)."""
 
     def nothing_found(self, name: str) -> str:
         """What an empty backend says (where it looked, and for what)."""
@@ -66,8 +70,11 @@ class Loaded(msgspec.Struct, frozen=True):
 async def load(setups: list[Setup], settings: LogDirSettings) -> Loaded:
     """Every backend loaded side by side, each with its own client."""
     async with opened(setups) as connections:
-        fleet = await load_fleet(connections, settings, costs=False)  # ls shows no cost
-        return Loaded(setups, fleet, {c.name: described(c) for c in connections})
+        fleet, one_store = await asyncio.gather(
+            load_fleet(connections, settings, costs=False),  # ls shows no cost
+            one_store_problem(connections),  # side by side: no time added
+        )
+        return Loaded(setups, fleet, {c.name: described(c) for c in connections}, one_store)
 
 
 def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
@@ -76,6 +83,8 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     except Refusal as exc:
         return fail(str(exc), 2)
     loaded = run_async(load(setups, log_settings_from_args(args)))
+    if loaded.one_store is not None:
+        return fail(loaded.one_store, 2)
     fleet = loaded.fleet
     several = len(fleet.states) > 1
     if not several and fleet.states[0].error is not None:

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from ckpt_tui.backends import BackendState, Fleet
+from ckpt_tui.backends.identity import one_store_problem
 from ckpt_tui.backends.load import load_fleet
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.catalog.snapshot import LogDirSettings
@@ -188,6 +189,9 @@ async def prune(
     """
     async with opened(setups) as connections:
         fleet = await load_fleet(connections, settings)
+        one_store = await one_store_problem(connections)  # after the load: just before acting
+        if one_store is not None:
+            raise UsageError(f"{one_store}. Nothing was planned or deleted.")
         described = {c.name: common.described(c) for c in connections}
         problems = fleet_problems(fleet)
         if len(fleet.states) == 1 and not fleet.complete:

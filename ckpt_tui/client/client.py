@@ -217,9 +217,16 @@ class CheckpointClient:
     # --- reads -------------------------------------------------------------------------------
     async def healthz(self) -> bool:
         """True when the server says it is ok (the local server's `GET /api/v1/healthz`)."""
+        return (await self._health()).status == "ok"
+
+    async def store_id(self) -> str | None:
+        """The id of the store ckpt-tui's own server serves (its health check says it);
+        None from a server that says none. Two backends with one store id are one store."""
+        return (await self._health()).store_id
+
+    async def _health(self) -> Health:
         call = Call("GET", f"{API}/healthz", "the health check", authenticated=False)
-        health = await self._decode(call, _HEALTH)
-        return health.status == "ok"
+        return await self._decode(call, _HEALTH)
 
     async def list_training_runs(
         self,

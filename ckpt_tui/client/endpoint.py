@@ -224,19 +224,43 @@ def _key_and_source(
 
 
 def check_base_url(url: str, source: str = "the server URL") -> None:
-    """InvalidUrlError unless `url` is http:// or https:// with a host (`source` names where
-    it came from, e.g. "--url")."""
+    """InvalidUrlError unless `url` is http:// or https:// with a host, a port from 1 to
+    65535 (or none) and no control character (`source` names where it came from, e.g.
+    "--url"): each of those would otherwise fail deep inside the connection, for every
+    backend at once."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise InvalidUrlError(f"{url!r} (from {source}) is not a server URL: {problem}")
+
+
+URL_EXAMPLE = "e.g. --url http://127.0.0.1:8750"
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with `url` as a server's base URL, and the fix; None when nothing is."""
+    if any(ord(char) < 0x20 or ord(char) == 0x7F or char.isspace() for char in url):
+        # checked first: urlsplit silently drops tabs and newlines
+        return f"it holds a control character or a space; give the URL alone, {URL_EXAMPLE}"
     try:
         parts = urlsplit(url)
         usable = parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:  # e.g. an unclosed IPv6 bracket
         usable = False
-    if usable:
-        return
-    raise InvalidUrlError(
-        f"{url!r} (from {source}) is not a server URL: give one that starts with http:// or "
-        "https:// and names a host, e.g. --url http://127.0.0.1:8750"
-    )
+    if not usable:
+        return f"give one that starts with http:// or https:// and names a host, {URL_EXAMPLE}"
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or above 65535
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        return f"its port must be a number from 1 to 65535, {URL_EXAMPLE}"
+    import httpx  # here: only a URL that got this far needs it
+
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL:  # its text may quote the URL's user info: not shown
+        return f"it cannot be parsed as a URL (check its host and path), {URL_EXAMPLE}"
+    return None
 
 
 def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:

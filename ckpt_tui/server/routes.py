@@ -39,7 +39,13 @@ def _store(request: Request) -> Store:
 
 
 async def healthz(request: Request) -> Response:
-    return json_response({"status": "ok"})
+    """Open to all (no key): ok, and the id of the store served, by which a client tells
+    that two of its backends are one store (ckpt_tui.backends.identity)."""
+    answer = {"status": "ok"}
+    store_id = _store(request).store_id
+    if store_id is not None:
+        answer["store_id"] = store_id
+    return json_response(answer)
 
 
 async def client_config(request: Request) -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,10 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     last_change_us INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS store (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 ) WITHOUT ROWID;
 """
 _COLUMNS = (
@@ -104,6 +109,23 @@ class MetaDB:
             for name, kind in _ADDED_COLUMNS:
                 if name not in present:
                     conn.execute(f"ALTER TABLE checkpoints ADD COLUMN {name} {kind}")
+        self.store_id = self._read_store_id()
+        """The store's id (see `ensure_store_id`); None in a copy of a file that has none."""
+
+    def _read_store_id(self) -> str | None:
+        found = self._conn.execute("SELECT value FROM store WHERE key = 'id'").fetchone()
+        return None if found is None else str(found[0])
+
+    def ensure_store_id(self) -> None:
+        """Give the store its id once, when its metadata file is written (made, or opened to
+        write): a random one, kept for good, so that a server and a local client of one
+        folder, or two URLs of one server, are seen to be one store."""
+        if self.store_id is None:
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO store (key, value) VALUES ('id', ?)", (uuid.uuid4().hex,)
+                )
+            self.store_id = self._read_store_id()
 
     @classmethod
     def open_writable(cls, path: Path) -> MetaDB:
@@ -111,7 +133,9 @@ class MetaDB:
             conn = sqlite3.connect(path, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            return cls(conn)
+            meta = cls(conn)
+            meta.ensure_store_id()
+            return meta
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"the metadata file {path} cannot be used ({exc}); move it away and reopen: "
@@ -149,6 +173,8 @@ class MetaDB:
             raise StoreError(f"cannot write the metadata file {path}: {exc}") from exc
         self._conn.close()
         self._conn = saved._conn
+        self.store_id = self._read_store_id()  # the backup replaced the file's whole content
+        self.ensure_store_id()
 
     def close(self) -> None:
         self._conn.close()

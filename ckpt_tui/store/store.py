@@ -104,6 +104,12 @@ class Store:
         return self._writer.readonly
 
     @property
+    def store_id(self) -> str | None:
+        """This store's id, kept in its metadata (None while a browsed folder has no metadata
+        file yet, or a read-only one has no id): the server reports it in its health check."""
+        return self._ledger.meta.store_id
+
+    @property
     def recheck_interval(self) -> float:
         """Seconds between checks for outside changes when listing everything."""
         return self._watcher.recheck_interval

@@ -84,7 +84,7 @@ def test_serve_runs_and_stops_cleanly(tmp_path: Path, stop: signal.Signals) -> N
         line = proc.stdout.readline()
         try:
             url = line.split("serving ", 1)[1].split(" ", 1)[0]
-            assert httpx.get(f"{url}/api/v1/healthz", timeout=10).json() == {"status": "ok"}
+            assert httpx.get(f"{url}/api/v1/healthz", timeout=10).json()["status"] == "ok"
             assert httpx.get(f"{url}/api/v1/checkpoints", timeout=10).status_code == 401
         finally:
             proc.send_signal(stop)

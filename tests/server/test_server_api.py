@@ -24,7 +24,8 @@ def api(server_url: str) -> Iterator[httpx.Client]:
 
 
 def test_healthz_and_sdk_startup_calls(api: httpx.Client) -> None:
-    assert api.get(f"{API}/healthz").json() == {"status": "ok"}
+    health = api.get(f"{API}/healthz").json()
+    assert health["status"] == "ok" and len(health["store_id"]) == 32  # which store it serves
     config = api.post(f"{API}/client/config", json={"sdk_version": "0.38.0"})
     assert (config.status_code, config.json()) == (200, {})
     telemetry = api.post(f"{API}/telemetry", json={"events": []})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,6 @@ BAD: list[tuple[bytes, str]] = [
         b'[backends.b]\nurl = "http://h"\nlocal = "/x"\n',
         r"line 2: \[backends.b\] url: give one",
     ),
-    (b'[backends.b]\nurl = "ftp://h"\n', r"line 2: \[backends.b\] url: 'ftp://h' .* http://"),
     (b'[backends.b]\nlocal = "rel/dir"\n', r"line 2: \[backends.b\] local: give the .*absolute"),
     (
         b'[backends.b]\nlocal = "/x"\napi_key_env = "K"\n',
@@ -105,6 +105,25 @@ BAD: list[tuple[bytes, str]] = [
     (b"[backends.b\nurl = 1\n", r"not valid TOML: .*line 1"),
     (b"a = " + b"[" * 5000 + b"]" * 5000, r"nested too deeply|not valid TOML"),
 ]
+
+
+UNUSABLE_URLS = [
+    ('"ftp://h"', r"'ftp://h' .* starts with http://"),
+    ('"http://127.0.0.1:99999"', r"its port must be a number from 1 to 65535"),
+    (r'"http://h:1/\u0000"', r"'http://h:1/\\x00' .* a control character"),
+]
+
+
+@pytest.mark.parametrize(("url", "message"), UNUSABLE_URLS)
+def test_an_unusable_url_is_that_backends_problem(url: str, message: str, tmp_path: Path) -> None:
+    """Not the whole file's: the other backends still open (issue 24, item 2)."""
+    raw = f'[backends.ok]\nurl = "http://h:1"\n[backends.b]\nurl = {url}\n'.encode()
+    ok, bad = parse_config(raw, tmp_path / "c.toml").backends
+    assert ok.problem is None and bad.problem is not None
+    assert re.search(rf"line 4: \[backends.b\] url: .*{message}", bad.problem), bad.problem
+    assert "\x00" not in str(bad.url)
+    [setup] = resolve(Wanted(names=("b",)), parse_config(raw, tmp_path / "c.toml"), {})
+    assert setup.problem == bad.problem
 
 
 @pytest.mark.parametrize(("raw", "message"), BAD)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ckpt_tui.backends import BackendState, Connection, Fleet
+from ckpt_tui.backends.identity import one_store_message, store_id_of
 from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.row_cache import RowCache
@@ -80,6 +81,8 @@ class SnapshotFeed:
         self.loads: dict[str, int] = {}
         """Each backend loading now, with its load's number (a restarted load is a new one)."""
         self.loads_started = 0
+        self.store_ids: dict[str, str] = {}
+        """The store id of each backend shown (one store is one backend: see `one_store`)."""
 
     @property
     def services(self) -> Services:
@@ -126,6 +129,10 @@ class SnapshotFeed:
         fill_in = None if host.fleet.state(name).snapshot else partial(self.apply_page, name)
         rating = asyncio.ensure_future(resolve_rate(connection))  # side by side with the load
         try:
+            if self.several and (one_store := await self.one_store(name, connection)):
+                rating.cancel()
+                self.show_problem(name, one_store, keep_rows=False)
+                return
             snapshot = await load_snapshot(
                 connection.client,
                 self.services.log_settings,
@@ -153,6 +160,19 @@ class SnapshotFeed:
             if self.loads.get(name) == number:
                 del self.loads[name]
                 self.loading_changed()
+
+    async def one_store(self, name: str, connection: Connection) -> str | None:
+        """Why backend `name` is a store another backend shows already (its store id says
+        so), or None: one store is shown, and changed, through one backend only."""
+        store_id = await store_id_of(connection)
+        if store_id is None:
+            return None
+        for other, known in self.store_ids.items():
+            if known == store_id and other != name:
+                first = self.services.connections[other].backend
+                return one_store_message(first, connection.backend, f"store id {store_id}")
+        self.store_ids[name] = store_id
+        return None
 
     def row_cache(self, backend: str) -> RowCache:
         return self.host.row_cache_of(backend)
@@ -198,10 +218,13 @@ class SnapshotFeed:
     def show_error(self, name: str, exc: ClientError) -> None:
         self.show_problem(name, failure_text(exc))
 
-    def show_problem(self, name: str, message: str) -> None:
-        """The backend's entry says what went wrong and what to do; the others stay shown."""
+    def show_problem(self, name: str, message: str, *, keep_rows: bool = True) -> None:
+        """The backend's entry says what went wrong and what to do; the others stay shown.
+        Without `keep_rows`, its rows go too (nothing can be changed through it)."""
         host = self.host
         state = host.fleet.state(name).replace(error=message, complete=False)
+        if not keep_rows:
+            state = state.replace(snapshot=None)
         self.apply_fleet(host.fleet.with_backend(name, state))
         hint = "Press r to retry."
         if host.shown_catalog is None:

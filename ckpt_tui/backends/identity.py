@@ -1,0 +1,118 @@
+"""One store is one backend: what a backend is, however its name or place is spelled.
+
+- A local store is the device and inode of its folder, links resolved: `/x`, `/x/../x` and
+  a link to `/x` are one store.
+- A server is its scheme, machine, port and path: the host in lower case, and `localhost`,
+  `127.0.0.1` and `::1` (any loopback address) are one machine.
+- ckpt-tui's own server also says which store it serves: the store id its health check
+  reports (`GET /api/v1/healthz`), kept in the store's metadata so it outlives restarts. A
+  `--url` of `ckpt-tui serve /x` and `--local /x` are then one store too, and so are two
+  URLs of one server (an SSH tunnel and its direct address).
+
+Two backends that are one store would list its checkpoints twice and plan them twice, and a
+change through one would go around the other's read-only setting: they are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import posixpath
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from ckpt_tui.backends.connection import Connection
+from ckpt_tui.backends.descriptor import Backend
+from ckpt_tui.client import ClientError
+
+PlaceKey = tuple[object, ...]
+LOOPBACK = "loopback"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def place_key(backend: Backend) -> PlaceKey:
+    """What `backend` is, as far as its description says (equal keys: one store)."""
+    return folder_key(backend.location) if backend.is_local else url_key(backend.location)
+
+
+def folder_key(folder: str) -> PlaceKey:
+    """The folder's device and inode (links followed); its real path when it cannot be
+    looked at (a missing folder is that backend's own error)."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return ("path", os.path.realpath(folder))
+    return ("inode", info.st_dev, info.st_ino)
+
+
+def url_key(url: str) -> PlaceKey:
+    """Scheme, machine, port (the scheme's default when none is given) and path."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a usable URL: that backend's own error
+        return ("text", url)
+    scheme = parts.scheme.lower()
+    path = posixpath.normpath(parts.path or "/")
+    return ("url", scheme, machine(parts.hostname or ""), port or DEFAULT_PORTS.get(scheme), path)
+
+
+def machine(host: str) -> str:
+    """The host as one spelling per machine: lower case, loopback names and addresses as one."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return LOOPBACK
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return LOOPBACK if address.is_loopback else address.compressed
+
+
+def one_store_message(first: Backend, second: Backend, why: str) -> str:
+    """What refusing two backends that are one store says: both, why, and what to do."""
+    return (
+        f"{first.name} ({first.place}) and {second.name} ({second.place}) are one store "
+        f"({why}): its checkpoints would be listed and planned twice, and a change through "
+        "one would go around the other's settings (read-only). Give it once: drop one from "
+        "the command line or the config, or name the others with --backend NAME"
+    )
+
+
+def same_place_message(first: Backend, second: Backend) -> str:
+    """`one_store_message` for two backends whose descriptions are one place."""
+    if first.location == second.location:
+        return f"{second.place} was given twice (as {first.name} and {second.name}): give it once"
+    why = "the same folder" if first.is_local else "the same server"
+    return one_store_message(first, second, why)
+
+
+async def store_id_of(connection: Connection) -> str | None:
+    """The store id the backend reports; None when it reports none or cannot be asked (a
+    backend that cannot be reached fails its own load)."""
+    if connection.problem is not None:
+        return None
+    try:
+        return await connection.client.store_id()
+    except ClientError:
+        return None
+
+
+async def one_store_problem(connections: Sequence[Connection]) -> str | None:
+    """Why two of `connections` are one store, by the store ids they report; None when no
+    two are. One small request per backend, none for a single backend."""
+    usable = [connection for connection in connections if connection.problem is None]
+    if len(usable) < 2:
+        return None
+    ids = await asyncio.gather(*(store_id_of(connection) for connection in usable))
+    seen: dict[str, Backend] = {}
+    for connection, store_id in zip(usable, ids, strict=True):
+        if store_id is None:
+            continue
+        first = seen.setdefault(store_id, connection.backend)
+        if first is not connection.backend:
+            return one_store_message(first, connection.backend, f"store id {store_id}")
+    return None
