@@ -90,7 +90,7 @@ class _Walk:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            self.failed(rel or ".", exc)  # count what can be read, and say what could not
+            self.failed(rel or "the folder", exc)  # count what can be read, say what could not
             return
         for entry in entries:
             try:

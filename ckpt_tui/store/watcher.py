@@ -76,7 +76,8 @@ class Watcher:
         self._walk = Reading()
         """What the last walk could not read, and the separate stores it left alone."""
         self._run_unread: dict[str, Unread] = {}
-        """What the last scan of each run (tinker or discovered) could not read."""
+        """What the last scan of a run (tinker or discovered) could not read: only the runs
+        with something unread, so that a list answer's look at it costs nothing."""
 
     def problems(self) -> ReadProblems:
         """What the last scans could not read (the lists are not whole), and the separate
@@ -89,9 +90,15 @@ class Watcher:
 
     def _walk_again(self) -> bool:
         """Whether the walk must run again: a folder changed, or one could not be read."""
-        discovered = self._ledger.discovered_ids()
-        unread = any(self._run_unread.get(run_id) for run_id in discovered)
+        runs = self._ledger.index.runs
+        unread = any(run_id in runs and runs[run_id].discovered for run_id in self._run_unread)
         return unread or bool(self._walk.unread) or watch_changed(self._discovery_watch)
+
+    def _set_unread(self, run_id: str, unread: Unread) -> None:
+        if unread:
+            self._run_unread[run_id] = unread
+        else:
+            self._run_unread.pop(run_id, None)
 
     # --- live lookups -----------------------------------------------------------------------
     def live_run(self, run_id: str) -> RunEntry:
@@ -133,7 +140,7 @@ class Watcher:
             else:
                 scans.append(scan)
                 stale.extend(scan.stale_keys)
-                self._run_unread[run_id] = scan.unread
+                self._set_unread(run_id, scan.unread)
         tinker_ids = {scan.run.run_id for scan in scans}
         found = discover(self._layout.root, reserved=tinker_ids)
         self._discovery_watch = found.watch
@@ -162,7 +169,7 @@ class Watcher:
         rows = self._ledger.meta.rows(run_id)
         last_change = 0 if old is None else old.last_change_us
         scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
-        self._run_unread[run_id] = {} if scan is None else scan.unread
+        self._set_unread(run_id, {} if scan is None else scan.unread)
         self._ledger.put_scan(run_id, rows, scan)
 
     def _put_found(self, run_id: str, found: FoundRun | None, unread: Unread) -> None:
@@ -173,7 +180,7 @@ class Watcher:
         before = None if old is None else old.checkpoints
         last_change = 0 if old is None else old.last_change_us
         folder = found.path if found is not None else None if old is None else str(old.path)
-        self._run_unread[run_id] = {} if folder is None else concerning(unread, folder)
+        self._set_unread(run_id, {} if folder is None else concerning(unread, folder))
         scan: RunScan | None = None
         if found is not None:
             scan = scan_found(found, rows, self._settling(), last_change, unread, before)
@@ -282,7 +289,7 @@ class Watcher:
 
     def _is_stale(self, run: RunEntry) -> bool:
         """Whether a run must be read again: still settling, or its folders changed."""
-        if run.run_id in self._ledger.unsettled or self._run_unread.get(run.run_id):
+        if run.run_id in self._ledger.unsettled or run.run_id in self._run_unread:
             return True  # still settling, or not read whole: read it again
         return run.current_signature() != run.signature
 

@@ -153,3 +153,31 @@ def test_an_inner_store_is_not_walked_into_by_the_outer_one(
     with Store.open(inner) as store:
         assert store.get_checkpoint("trainer-out", TEN).public
         assert store.list_checkpoints()[1] == 4
+
+
+def test_an_unreadable_tinker_checkpoint_folder_is_a_problem(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with Store.open(root) as store:
+        store.create_run("run-a", "base")
+        store.add_checkpoint("run-a", "weights/1", {"a.bin": b"12345"}, public=True)
+    with unreadable(root / "runs" / "run-a" / "weights" / "1"):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(root), "--json"])
+    assert listed.returncode == 1
+    document = json.loads(listed.stdout)
+    assert "runs/run-a/weights/1: the folder cannot be read: Permission denied" in (
+        document["problems"]
+    )
+    assert checkpoints_of(document)["tinker://run-a/weights/1"]["public"] is True
+
+
+def test_a_folder_unreadable_inside_a_checkpoint_makes_the_list_incomplete(box: Path) -> None:
+    hidden = box / "trainer-out" / "checkpoint-5" / "extra"
+    hidden.mkdir()
+    (hidden / "shard.bin").write_bytes(b"x" * 100)
+    with unreadable(hidden):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(box), "--json"])
+    assert listed.returncode == 1
+    document = json.loads(listed.stdout)
+    assert document["complete"] is False
+    line = "trainer-out/checkpoint-5: extra cannot be read: Permission denied"
+    assert line in document["problems"]
