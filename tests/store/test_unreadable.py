@@ -164,8 +164,9 @@ def test_an_unreadable_tinker_checkpoint_folder_is_a_problem(tmp_path: Path) -> 
         listed = ckpt_tui_as_a_user(["ls", "--local", str(root), "--json"])
     assert listed.returncode == 1
     document = json.loads(listed.stdout)
-    assert "runs/run-a/weights/1: the folder cannot be read: Permission denied" in (
-        document["problems"]
+    assert (
+        "runs/run-a/weights/1: the folder cannot be read: Permission denied"
+        in (document["problems"])
     )
     assert checkpoints_of(document)["tinker://run-a/weights/1"]["public"] is True
 
