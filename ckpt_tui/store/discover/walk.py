@@ -41,8 +41,12 @@ class Reading:
 
     @classmethod
     def of(cls, root: Path) -> Reading:
-        st = lstat_or_none(os.fspath(root))
-        return cls(None if st is None else st.st_dev)
+        """A reading of the store at `root` (a link given as the root is followed: it is
+        the store the user named)."""
+        try:
+            return cls(os.stat(root).st_dev)
+        except OSError:
+            return cls()
 
     def failed(self, path: str, exc: OSError) -> None:
         self.unread[path] = f"cannot be read: {why(exc)}"
