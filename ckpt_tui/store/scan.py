@@ -35,7 +35,7 @@ from ckpt_tui.store.settle import (
     with_look,
 )
 from ckpt_tui.store.times import ns_to_us
-from ckpt_tui.store.unread import Unread, hidden_by, why
+from ckpt_tui.store.unread import OTHER_DEVICE, Unread, hidden_by, why
 
 
 @dataclass
@@ -114,7 +114,10 @@ def scan_run(
         return None
     info = read_run_info(run_dir, ns_to_us(signature[0]))
     result = RunScan(RunEntry(run_id, run_dir, info, signature, last_change_us))
-    folders = list_checkpoint_folders(run_dir, result.unread)
+    if _same_device(layout.root, run_dir):
+        folders = list_checkpoint_folders(run_dir, result.unread)
+    else:  # a mount point: not this store's to read or delete (the trash cannot reach it)
+        folders, result.unread[os.fspath(run_dir)] = {}, OTHER_DEVICE
     for row in rows:
         path = folders.pop(row.checkpoint_id, None)
         location = layout.checkpoint_dir(run_id, row.checkpoint_id)
@@ -129,6 +132,13 @@ def scan_run(
         row = new_row(run_id, checkpoint_id, path)
         result.add(*_tinker_checkpoint(row, path, settling, result.unread))
     return result
+
+
+def _same_device(root: Path, folder: Path) -> bool:
+    try:
+        return os.stat(root).st_dev == os.lstat(folder).st_dev
+    except OSError:
+        return True  # the listing that follows says why it cannot be read
 
 
 def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:

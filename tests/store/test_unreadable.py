@@ -21,6 +21,7 @@ from ckpt_tui.cli import main as cli_main
 from ckpt_tui.store import Store
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
+from tests.support.mounts import tmpfs_on
 from tests.support.privileges import ckpt_tui_as_a_user, python_as_a_user
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trainer_box"
@@ -182,3 +183,19 @@ def test_a_folder_unreadable_inside_a_checkpoint_makes_the_list_incomplete(box: 
     assert document["complete"] is False
     line = "trainer-out/checkpoint-5: extra cannot be read: Permission denied"
     assert line in document["problems"]
+
+
+def test_a_tinker_run_folder_on_another_file_system_keeps_its_rows(
+    tmp_path: Path, quiet_environment: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "s"
+    with Store.open(root) as store:
+        store.create_run("run-a", "base")
+        store.add_checkpoint("run-a", "weights/1", {"a.bin": b"12345"}, public=True)
+    with tmpfs_on(root / "runs" / "run-a"):
+        assert cli_main(["ls", "--local", str(root), "--json"]) == 1
+        document = json.loads(capsys.readouterr().out)
+    assert document["complete"] is False
+    assert any(p.startswith("runs/run-a: on another file system") for p in document["problems"])
+    with Store.open(root) as store:
+        assert store.get_checkpoint("run-a", "weights/1").public
