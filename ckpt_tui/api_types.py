@@ -153,25 +153,38 @@ class WeightsInfo(msgspec.Struct, frozen=True, gc=False):
     train_unembed: bool | None = None
 
 
+class StoreProblems(msgspec.Struct, frozen=True, gc=False):
+    """(ours) What `ckpt-tui serve`'s store could not read, or will not, one line each, in a
+    list answer; `complete` false: a folder or file could not be read, so the list may lack
+    checkpoints and must not be taken as whole. The hosted service sends no such field."""
+
+    lines: list[str] = msgspec.field(default_factory=list)
+    complete: bool = True
+
+
 class CheckpointsPage(msgspec.Struct, frozen=True, gc=False):
     """`GET /checkpoints` (with a cursor) and `GET /training_runs/ID/checkpoints` (without)."""
 
     checkpoints: list[Checkpoint]
     cursor: Cursor | None = None
+    store_problems: StoreProblems | None = None
 
 
-class EncodedCheckpointsPage(msgspec.Struct, frozen=True, gc=False):
-    """A `CheckpointsPage` whose checkpoints are already JSON: the same bytes once encoded."""
+class EncodedCheckpointsPage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A `CheckpointsPage` whose checkpoints are already JSON: the same bytes once encoded.
+    `store_problems` is left out when there are none (the answer is the SDK's shape)."""
 
     checkpoints: list[msgspec.Raw]
     cursor: Cursor | None = None
+    store_problems: StoreProblems | None = None
 
 
-class TrainingRunsPage(msgspec.Struct, frozen=True, gc=False):
+class TrainingRunsPage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """`GET /training_runs`."""
 
     training_runs: list[TrainingRun]
     cursor: Cursor
+    store_problems: StoreProblems | None = None
 
 
 StoreId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]

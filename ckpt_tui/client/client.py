@@ -25,6 +25,7 @@ from ckpt_tui.api_types import (
     CheckpointsPage,
     Health,
     StorageUsage,
+    StoreProblems,
     TinkerPath,
     TrainingRun,
     TrainingRunsPage,
@@ -241,7 +242,7 @@ class CheckpointClient:
             params["project_id"] = project_id
         call = Call("GET", f"{API}/training_runs", "the list of training runs", params)
         page = await self._decode(call, _RUNS_PAGE)
-        return Page(page.training_runs, offset, page.cursor.total_count)
+        return _page(page.training_runs, offset, page.cursor.total_count, page.store_problems)
 
     async def get_training_run(self, run_id: str) -> TrainingRun:
         """One run; NotFoundError naming the id if unknown."""
@@ -265,7 +266,7 @@ class CheckpointClient:
         if page.cursor is None:
             message = f"{self._target.display_url} answered {call.subject} with no cursor"
             raise BadResponse(message, detail="Object missing required field `cursor`")
-        return Page(page.checkpoints, offset, page.cursor.total_count)
+        return _page(page.checkpoints, offset, page.cursor.total_count, page.store_problems)
 
     async def weights_info(self, ref: CheckpointRef) -> WeightsInfo:
         """What a LoRA size estimate needs about a checkpoint's model."""
@@ -337,7 +338,7 @@ class CheckpointClient:
 
         async def fetch(limit: int, offset: int) -> Page[Checkpoint]:
             page = await self.list_checkpoints(limit, offset)
-            return page if known is None else Page(known(page.items), page.offset, page.total)
+            return page if known is None else msgspec.structs.replace(page, items=known(page.items))
 
         return await paging.read_whole(
             fetch,
@@ -396,6 +397,15 @@ class CheckpointClient:
             message = f"{what} at {self._target.display_url} is incomplete: {listing.problem}"
             raise IncompleteListError(message, detail=listing.problem)
         return listing.items
+
+
+def _page(
+    items: list[ListItem], offset: int, total: int, problems: StoreProblems | None
+) -> Page[ListItem]:
+    """A page, with what ckpt-tui's own server said its store could not read."""
+    if problems is None:
+        return Page(items, offset, total)
+    return Page(items, offset, total, 1, tuple(problems.lines), problems.complete)
 
 
 def _progress_hook(on_progress: Progress | None) -> paging.OnPage[Any] | None:

@@ -9,6 +9,9 @@ A whole list (`read_whole`) is one read whose pages all reported the same total 
 distinct items number that total. A list that grew or shrank meanwhile is read again, until a
 read is whole or two reads agree, at most MAX_READS times; otherwise it comes back marked
 incomplete (`Listing.complete` False, with the reason), and callers must not treat it as whole.
+A server that says it could not read all of its store (ckpt-tui's own, `StoreProblems`) makes
+the list incomplete too, however whole its pages are; what it says is kept
+(`Listing.server_problems`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ MAX_READS = 3
 """Reads of a list that keeps changing before it is given up on as incomplete."""
 MAX_ROUNDS = 16
 """Rounds of gap requests in one read (each round must cover something new)."""
+MAX_SERVER_PROBLEMS = 100
+MAX_PROBLEM_CHARS = 1000
+"""The most of a server's problems kept: its answers are untrusted input."""
 
 
 class Page(msgspec.Struct, Generic[T], frozen=True):
@@ -43,14 +49,20 @@ class Page(msgspec.Struct, Generic[T], frozen=True):
     offset: int
     total: int
     read: int = 1
+    server_problems: tuple[str, ...] = ()
+    """What the server said it could not read (or will not), with this page."""
+    server_complete: bool = True
+    """False when the server said its store could not all be read: the list is not whole."""
 
 
 class Listing(msgspec.Struct, Generic[T], frozen=True):
-    """A whole list, or as much as could be read (`complete` False, `problem` says why)."""
+    """A whole list, or as much as could be read (`complete` False, `problem` says why);
+    `server_problems` are what the server said it could not read, or will not."""
 
     items: list[T]
     complete: bool
     problem: str = ""
+    server_problems: list[str] = msgspec.field(default_factory=list)
 
 
 class ReadReport(msgspec.Struct):
@@ -60,11 +72,27 @@ class ReadReport(msgspec.Struct):
     totals: set[int] = msgspec.field(default_factory=set)
     covered: list[tuple[int, int]] = msgspec.field(default_factory=list)
     problem: str = ""
+    said: dict[str, None] = msgspec.field(default_factory=dict)
+    """The server's problems, in order, once each (at most MAX_SERVER_PROBLEMS)."""
+    server_incomplete: bool = False
 
     def add(self, page: Page[T]) -> None:
         self.totals.add(page.total)
         if page.items:
             self.covered.append((page.offset, page.offset + len(page.items)))
+        self.server_incomplete = self.server_incomplete or not page.server_complete
+        for line in page.server_problems:
+            if len(self.said) >= MAX_SERVER_PROBLEMS:
+                break
+            self.said.setdefault(line[:MAX_PROBLEM_CHARS], None)
+
+    def listing(self, items: list[T]) -> Listing[T]:
+        """`items`, read whole by the pages: complete unless the server said otherwise."""
+        said = list(self.said)
+        if not self.server_incomplete:
+            return Listing(items, True, "", said)
+        problem = "the server could not read all of its store (its problems say what)"
+        return Listing(items, False, problem, said)
 
     @property
     def total(self) -> int:
@@ -154,7 +182,11 @@ async def iter_pages(
 
 
 def _as_read(page: Page[T], read: int) -> Page[T]:
-    return page if page.read == read else Page(page.items, page.offset, page.total, read)
+    if page.read == read:
+        return page
+    return Page(
+        page.items, page.offset, page.total, read, page.server_problems, page.server_complete
+    )
 
 
 async def read_whole(
@@ -187,12 +219,13 @@ async def read_whole(
         items = unique_by([item for page in pages for item in page.items], key)
         covered = not report.gaps() and not report.problem
         if covered and len(items) == report.total and report.steady:
-            return Listing(items, True)
+            return report.listing(items)
         keys = frozenset(map(key, items))  # only now: 100,000 keys take a while
         if covered and len(items) == report.total and keys == earlier:
-            return Listing(items, True)
+            return report.listing(items)
         earlier = keys if covered else None
-        listing = Listing(items, False, report.problem or _changed(report, len(items)))
+        problem = report.problem or _changed(report, len(items))
+        listing = Listing(items, False, problem, list(report.said))
     return listing
 
 

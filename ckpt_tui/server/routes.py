@@ -13,7 +13,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ckpt_tui.api_types import CheckpointsPage, Cursor, EncodedCheckpointsPage, TrainingRunsPage
+from ckpt_tui.api_types import (
+    CheckpointsPage,
+    Cursor,
+    EncodedCheckpointsPage,
+    StoreProblems,
+    TrainingRunsPage,
+)
 from ckpt_tui.server.billing import checkpoint_storage_usage
 from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.error_responses import ApiError, guarded
@@ -28,6 +34,7 @@ from ckpt_tui.server.params import (
     split_checkpoint_tail,
 )
 from ckpt_tui.store import Store
+from ckpt_tui.store.unread import ReadProblems
 
 RUNS_PAGE = 20
 CHECKPOINTS_PAGE = 100
@@ -72,8 +79,10 @@ async def list_runs(request: Request) -> Response:
     page = parse_page(request, RUNS_PAGE)
     project = project_id(request)
     store = _store(request)
-    runs, total = await run_in_threadpool(store.list_runs, page.offset, page.limit, project)
-    return json_response(TrainingRunsPage(runs, Cursor(page.offset, page.limit, total)))
+    read = await run_in_threadpool(store.read_runs, page.offset, page.limit, project)
+    runs, total, problems = read
+    cursor = Cursor(page.offset, page.limit, total)
+    return json_response(TrainingRunsPage(runs, cursor, _said(problems)))
 
 
 async def get_run(request: Request) -> Response:
@@ -92,9 +101,17 @@ async def list_checkpoints(request: Request) -> Response:
     check_access_scope(request)
     page = parse_page(request, CHECKPOINTS_PAGE)
     store = _store(request)
-    checkpoints, total = await run_in_threadpool(store.encoded_checkpoints, page.offset, page.limit)
+    read = await run_in_threadpool(store.read_encoded_checkpoints, page.offset, page.limit)
+    checkpoints, total, problems = read
     cursor = Cursor(page.offset, page.limit, total)
-    return json_response(EncodedCheckpointsPage(checkpoints, cursor))
+    return json_response(EncodedCheckpointsPage(checkpoints, cursor, _said(problems)))
+
+
+def _said(problems: ReadProblems) -> StoreProblems | None:
+    """The store's problems as a list answer carries them (none: the SDK's own shape)."""
+    if not problems.lines and problems.complete:
+        return None
+    return StoreProblems(problems.lines, problems.complete)
 
 
 async def checkpoint_action(request: Request) -> Response:

@@ -1,14 +1,18 @@
 """Reading the folders: which runs and checkpoints exist, reconciled with the metadata rows.
 
 A folder with no row gets one (created = the folder's mtime, size measured); a row with no
-folder is dropped. Sizes of known checkpoints come from their rows
-(the cache): a file added to an existing checkpoint by hand shows up after
-`Store.refresh_checkpoint`. Symlinked run or checkpoint folders and unsafe names are skipped.
+folder is dropped, but only when the folder that would hold it was read whole: a row whose
+folder could not be read is kept, listed with the reason (`unreadable`) and never swept.
+Sizes of known checkpoints come from their rows (the cache): a file added to an existing
+checkpoint by hand shows up after `Store.refresh_checkpoint`. Symlinked run or checkpoint
+folders and unsafe names are skipped.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +35,7 @@ from ckpt_tui.store.settle import (
     with_look,
 )
 from ckpt_tui.store.times import ns_to_us
+from ckpt_tui.store.unread import OTHER_DEVICE, Unread, hidden_by, why
 
 
 @dataclass
@@ -41,6 +46,15 @@ class RunScan:
     entries: list[CheckpointEntry] = field(default_factory=list)
     new_rows: list[Row] = field(default_factory=list)
     stale_keys: list[Key] = field(default_factory=list)
+    unread: Unread = field(default_factory=dict)
+    """What in the run could not be read (path -> why): the scan is not whole."""
+
+    def keep(self, row: Row, location: str, reason: str, facts: Mapping[str, str] | None) -> None:
+        """A checkpoint whose folder could not be read: its row stays as it is (nothing says it
+        is gone), listed with the reason, never swept (it counts as incomplete)."""
+        kept = {**(facts or {}), "unreadable": reason}
+        kept.update(incomplete="true", incomplete_reason=f"cannot be read: {reason}")
+        self.entries.append(CheckpointEntry(row, location, kept))
 
     def add(self, row: Row, entry: CheckpointEntry, changed: bool) -> None:
         """One checkpoint found, and its row if it must be written."""
@@ -65,17 +79,28 @@ def list_run_ids(layout: Layout) -> list[str]:
         return [e.name for e in entries if e.is_dir(follow_symlinks=False) and _safe(e.name, True)]
 
 
-def list_checkpoint_folders(run_dir: Path) -> dict[str, str]:
-    """checkpoint_id -> folder for every real folder under the run's segment folders."""
+def list_checkpoint_folders(run_dir: Path, unread: Unread) -> dict[str, str]:
+    """checkpoint_id -> folder for every real folder under the run's segment folders; a
+    segment folder that cannot be read goes into `unread` (a missing one holds nothing)."""
     found: dict[str, str] = {}
-    for segment in SEGMENTS:
-        segment_dir = run_dir / segment
-        if not is_real_dir(segment_dir):
+    try:
+        present = set(os.listdir(run_dir))
+    except OSError as exc:
+        unread[os.fspath(run_dir)] = f"cannot be read: {why(exc)}"
+        return found
+    for segment in (segment for segment in SEGMENTS if segment in present):
+        segment_dir = os.path.join(run_dir, segment)
+        try:
+            if not stat.S_ISDIR(os.lstat(segment_dir).st_mode):
+                continue  # a file or a link: no checkpoint of this store
+            with os.scandir(segment_dir) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False) and _safe(e.name, False):
+                        found[f"{segment}/{e.name}"] = e.path
+        except FileNotFoundError:
             continue
-        with os.scandir(segment_dir) as entries:
-            for e in entries:
-                if e.is_dir(follow_symlinks=False) and _safe(e.name, False):
-                    found[f"{segment}/{e.name}"] = e.path
+        except OSError as exc:
+            unread[segment_dir] = f"cannot be read: {why(exc)}"
     return found
 
 
@@ -89,16 +114,31 @@ def scan_run(
         return None
     info = read_run_info(run_dir, ns_to_us(signature[0]))
     result = RunScan(RunEntry(run_id, run_dir, info, signature, last_change_us))
-    folders = list_checkpoint_folders(run_dir)
+    if _same_device(layout.root, run_dir):
+        folders = list_checkpoint_folders(run_dir, result.unread)
+    else:  # a mount point: not this store's to read or delete (the trash cannot reach it)
+        folders, result.unread[os.fspath(run_dir)] = {}, OTHER_DEVICE
     for row in rows:
         path = folders.pop(row.checkpoint_id, None)
-        if path is None:
-            result.stale_keys.append((run_id, row.checkpoint_id))
+        location = layout.checkpoint_dir(run_id, row.checkpoint_id)
+        reason = hidden_by(result.unread, os.fspath(location.parent))
+        if path is not None:
+            result.add(*_tinker_checkpoint(row, path, settling, result.unread))
+        elif reason is not None:
+            result.keep(row, os.fspath(location), reason, None)
         else:
-            result.add(*_tinker_checkpoint(row, path, settling))
+            result.stale_keys.append((run_id, row.checkpoint_id))
     for checkpoint_id, path in folders.items():
-        result.add(*_tinker_checkpoint(new_row(run_id, checkpoint_id, path), path, settling))
+        row = new_row(run_id, checkpoint_id, path)
+        result.add(*_tinker_checkpoint(row, path, settling, result.unread))
     return result
+
+
+def _same_device(root: Path, folder: Path) -> bool:
+    try:
+        return os.stat(root).st_dev == os.lstat(folder).st_dev
+    except OSError:
+        return True  # the listing that follows says why it cannot be read
 
 
 def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
@@ -108,10 +148,15 @@ def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
 
 
 def _tinker_checkpoint(
-    row: Row, path: str, settling: Settling
+    row: Row, path: str, settling: Settling, unread: Unread
 ) -> tuple[Row, CheckpointEntry, bool]:
-    """(the row measuring the folder's files as they are now, the entry, whether it changed)."""
+    """(the row measuring the folder's files as they are now, the entry, whether it changed);
+    files that cannot be read go into `unread`."""
     look = look_at(path)
+    if look.unread is not None:
+        unread[path] = look.unread
+        facts = incomplete_facts(f"cannot be read: {look.unread}") or {}
+        return row, CheckpointEntry(row, path, {**facts, "unreadable": look.unread}), False
     known_whole = row.files_fp == look.fingerprint and row.files_seen_us is not None
     problem = None if known_whole else _still_written(path, look)
     if problem is None:
@@ -137,9 +182,17 @@ def _still_written(path: str, look: FilesLook) -> str | None:
 
 
 def scan_found(
-    found: FoundRun, rows: list[Row], settling: Settling, last_change_us: int = 0
+    found: FoundRun,
+    rows: list[Row],
+    settling: Settling,
+    last_change_us: int = 0,
+    unread: Mapping[str, str] | None = None,
+    before: Mapping[str, CheckpointEntry] | None = None,
 ) -> RunScan:
-    """A discovered run reconciled with its rows; sizes are re-measured at every discovery."""
+    """A discovered run reconciled with its rows; sizes are re-measured at every discovery.
+
+    A row not found is dropped only if the walk (`unread`: what it could not read) read the
+    run's folder whole; else it is kept, at its location `before` when known."""
     run = RunEntry(
         found.run_id, Path(found.path), found.info, found.signature, last_change_us,
         rel=found.rel, watch=found.watch,
@@ -152,11 +205,31 @@ def scan_found(
         row = old or Row(found.run_id, checkpoint_id, ns_to_us(checkpoint.mtime_ns))
         new = _settle_found(checkpoint, row, old, settling)
         measured.append((checkpoint, new, new is not old))
-    result.stale_keys.extend((found.run_id, checkpoint_id) for checkpoint_id in by_id)
+    reason = hidden_by(unread or {}, found.path)
+    if reason is None:
+        result.stale_keys.extend((found.run_id, checkpoint_id) for checkpoint_id in by_id)
+    else:
+        keep_rows(result, list(by_id.values()), found.path, reason, before)
     facts = mark_flags([checkpoint for checkpoint, _, _ in measured])  # after settling
     for checkpoint, row, changed in measured:
         result.add(row, CheckpointEntry(row, checkpoint.location, facts[checkpoint.name]), changed)
     return result
+
+
+def keep_rows(
+    result: RunScan,
+    rows: list[Row],
+    folder: str,
+    reason: str,
+    before: Mapping[str, CheckpointEntry] | None,
+) -> None:
+    """Keep `rows` of a run whose folder could not be read whole, where they were before
+    (or by name in `folder`), with what was known of them."""
+    for row in rows:
+        old = (before or {}).get(row.checkpoint_id)
+        name = row.checkpoint_id.split("/", 1)[-1]
+        location = old.location if old else os.path.join(folder, name)
+        result.keep(row, location, reason, old.facts if old else None)
 
 
 def _settle_found(

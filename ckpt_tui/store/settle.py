@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from ckpt_tui.store.meta import Row
 from ckpt_tui.store.times import ns_to_us
+from ckpt_tui.store.unread import why
 
 SETTLE_SECONDS = 10.0
 """How long a checkpoint's files must stay the same before it counts as complete."""
@@ -41,6 +42,9 @@ class FilesLook:
     fingerprint: str
     newest_ns: int
     temp_name: str | None = None
+    unread: str | None = None
+    """The first folder or file inside that could not be read, and why: the size and the
+    fingerprint may miss files (a failed read is a problem, never an absence)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def look_at(path: str, top: os.stat_result | None = None) -> FilesLook:
     while stack:
         folder, rel = stack.pop()
         walk.folder(folder, rel, stack)
-    return FilesLook(walk.size, digest.hexdigest(), walk.newest_ns, walk.temp_name)
+    return FilesLook(walk.size, digest.hexdigest(), walk.newest_ns, walk.temp_name, walk.unread)
 
 
 class _Walk:
@@ -79,17 +83,20 @@ class _Walk:
         self.size = 0
         self.newest_ns = top_mtime_ns
         self.temp_name: str | None = None
+        self.unread: str | None = None
         digest.update(f"/:{top_mtime_ns}\n".encode())
 
     def folder(self, folder: str, rel: str, stack: list[tuple[str, str]]) -> None:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            return  # unreadable subfolder: count what can be read
+        except OSError as exc:
+            self.failed(rel or "the folder", exc)  # count what can be read, say what could not
+            return
         for entry in entries:
             try:
                 st = entry.stat(follow_symlinks=False)
-            except OSError:
+            except OSError as exc:
+                self.failed(f"{rel}/{entry.name}" if rel else entry.name, exc)
                 continue
             name = f"{rel}/{entry.name}" if rel else entry.name
             self.temp_name = self.temp_name or _temp(name)
@@ -100,6 +107,9 @@ class _Walk:
             self.digest.update(line.encode("utf-8", "surrogateescape"))
             if stat.S_ISDIR(st.st_mode):
                 stack.append((entry.path, name))
+
+    def failed(self, name: str, exc: OSError) -> None:
+        self.unread = self.unread or f"{name} cannot be read: {why(exc)}"
 
 
 def _temp(name: str) -> str | None:

@@ -36,6 +36,7 @@ from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.meta import MetaDB
 from ckpt_tui.store.opening import open_meta, prepare_root
 from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.store.unread import ReadProblems
 from ckpt_tui.store.watcher import Watcher
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
@@ -153,6 +154,14 @@ class Store:
         self, offset: int = 0, limit: int | None = None, project_id: str | None = None
     ) -> tuple[list[TrainingRun], int]:
         """Runs (of one project, with `project_id`), newest activity first, and their count."""
+        runs, total, _ = self.read_runs(offset, limit, project_id)
+        return runs, total
+
+    def read_runs(
+        self, offset: int = 0, limit: int | None = None, project_id: str | None = None
+    ) -> tuple[list[TrainingRun], int, ReadProblems]:
+        """`list_runs`, and what the store could not read at that moment (the page and the
+        problems are one look: a page read while a folder was unreadable says so)."""
         _check_page(offset, limit)
         self._watcher.notice_changes_unlocked()
         return self._runs_page(offset, limit, project_id)
@@ -160,13 +169,19 @@ class Store:
     @locked
     def _runs_page(
         self, offset: int, limit: int | None, project_id: str | None
-    ) -> tuple[list[TrainingRun], int]:
+    ) -> tuple[list[TrainingRun], int, ReadProblems]:
         self._ledger.hide_expired()
         runs = self._ledger.index.runs_by_activity()
         if project_id is not None:
             runs = [run for run in runs if run.info.project_id == project_id]
         end = None if limit is None else offset + limit
-        return [run.training_run() for run in runs[offset:end]], len(runs)
+        page = [run.training_run() for run in runs[offset:end]]
+        return page, len(runs), self._watcher.problems()
+
+    @locked
+    def problems(self) -> ReadProblems:
+        """What the store could not read (its lists are then not whole), or will not."""
+        return self._watcher.problems()
 
     @locked
     def get_run(self, run_id: str) -> TrainingRun:
@@ -179,15 +194,23 @@ class Store:
 
     def list_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Checkpoint], int]:
         """All live checkpoints, newest first, and the total count."""
-        return self._page(offset, limit, CheckpointEntry.checkpoint)
+        checkpoints, total, _ = self._page(offset, limit, CheckpointEntry.checkpoint)
+        return checkpoints, total
 
     def encoded_checkpoints(self, offset: int = 0, limit: int = 100) -> tuple[list[Raw], int]:
         """`list_checkpoints` with each checkpoint as its JSON (the server's answer)."""
+        checkpoints, total, _ = self.read_encoded_checkpoints(offset, limit)
+        return checkpoints, total
+
+    def read_encoded_checkpoints(
+        self, offset: int = 0, limit: int = 100
+    ) -> tuple[list[Raw], int, ReadProblems]:
+        """`encoded_checkpoints`, and what the store could not read then (see `read_runs`)."""
         return self._page(offset, limit, CheckpointEntry.encoded)
 
     def _page(
         self, offset: int, limit: int, each: Callable[[CheckpointEntry], T]
-    ) -> tuple[list[T], int]:
+    ) -> tuple[list[T], int, ReadProblems]:
         _check_page(offset, limit)
         self._watcher.notice_changes_unlocked()
         return self._live_page(offset, limit, each)
@@ -195,10 +218,11 @@ class Store:
     @locked
     def _live_page(
         self, offset: int, limit: int, each: Callable[[CheckpointEntry], T]
-    ) -> tuple[list[T], int]:
+    ) -> tuple[list[T], int, ReadProblems]:
         self._ledger.hide_expired()
         index = self._ledger.index
-        return [each(entry) for entry in index.page(offset, limit)], index.total()
+        page = [each(entry) for entry in index.page(offset, limit)]
+        return page, index.total(), self._watcher.problems()
 
     @locked
     def get_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:

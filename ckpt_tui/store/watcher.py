@@ -8,6 +8,10 @@ checks that run's folders every time. A rescan looks at every file of the run's 
 with a checkpoint still being written are rescanned at every check until it settles.
 Checkpoints outside `runs/` (HF Trainer, torch.save, ... anywhere under the root) are found by
 a walk (`discover/`), whose files are read without the store's lock.
+
+A folder or file that cannot be read is a problem (`problems`), never an absence: the rows of
+what it may hold are kept (`scan.py`), and the folders are read again at every check until
+they can be read (a `chmod` changes no mtime).
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from collections import Counter, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ckpt_tui.store.discover import Discovery, FoundRun, discover, examine_run, watch_changed
+from ckpt_tui.store.discover import (
+    Discovery,
+    FoundRun,
+    Reading,
+    discover,
+    examine_run,
+    watch_changed,
+)
 from ckpt_tui.store.errors import NotFoundError
 from ckpt_tui.store.guard import Guard
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
@@ -31,8 +42,15 @@ from ckpt_tui.store.layout import (
 )
 from ckpt_tui.store.ledger import Ledger, row_keys
 from ckpt_tui.store.meta import Key, Row
-from ckpt_tui.store.scan import RunScan, list_run_ids, scan_found, scan_run
+from ckpt_tui.store.scan import RunScan, keep_rows, list_run_ids, scan_found, scan_run
 from ckpt_tui.store.settle import SETTLE_SECONDS, Settling
+from ckpt_tui.store.unread import (
+    SEPARATE_STORE,
+    ReadProblems,
+    Unread,
+    concerning,
+    hidden_by,
+)
 
 
 class Watcher:
@@ -55,6 +73,32 @@ class Watcher:
         self._runs_mtime: int | None = None
         self._discovery_watch: dict[str, int | None] = {}
         self._last_check = time.monotonic()
+        self._walk = Reading()
+        """What the last walk could not read, and the separate stores it left alone."""
+        self._run_unread: dict[str, Unread] = {}
+        """What the last scan of a run (tinker or discovered) could not read: only the runs
+        with something unread, so that a list answer's look at it costs nothing."""
+
+    def problems(self) -> ReadProblems:
+        """What the last scans could not read (the lists are not whole), and the separate
+        stores the walk left alone."""
+        unread = {**self._walk.unread}
+        for run_unread in self._run_unread.values():
+            unread.update(run_unread)
+        stores = {path: SEPARATE_STORE for path in self._walk.stores}
+        return ReadProblems.of(unread, stores, str(self._layout.root))
+
+    def _walk_again(self) -> bool:
+        """Whether the walk must run again: a folder changed, or one could not be read."""
+        runs = self._ledger.index.runs
+        unread = any(run_id in runs and runs[run_id].discovered for run_id in self._run_unread)
+        return unread or bool(self._walk.unread) or watch_changed(self._discovery_watch)
+
+    def _set_unread(self, run_id: str, unread: Unread) -> None:
+        if unread:
+            self._run_unread[run_id] = unread
+        else:
+            self._run_unread.pop(run_id, None)
 
     # --- live lookups -----------------------------------------------------------------------
     def live_run(self, run_id: str) -> RunEntry:
@@ -96,16 +140,21 @@ class Watcher:
             else:
                 scans.append(scan)
                 stale.extend(scan.stale_keys)
+                self._set_unread(run_id, scan.unread)
         tinker_ids = {scan.run.run_id for scan in scans}
         found = discover(self._layout.root, reserved=tinker_ids)
         self._discovery_watch = found.watch
+        self._walk = found.reading
         for run in found.runs:
             rows = rows_by_run.pop(run.run_id, [])
-            scans.append(scan_found(run, rows, settling, changes.get(run.run_id, 0)))
+            change = changes.get(run.run_id, 0)
+            scans.append(scan_found(run, rows, settling, change, found.reading.unread))
             stale.extend(scans[-1].stale_keys)
+        if found.reading.unread:  # the runs not found may be in a folder that was not read
+            rows_by_run.clear()
         for rows in rows_by_run.values():
             stale.extend(row_keys(rows))
-        scanned = {scan.run.run_id for scan in scans}
+        scanned = {scan.run.run_id for scan in scans} | rows_by_run.keys()
         gone_runs = [run_id for run_id in changes if run_id not in scanned]
         self._ledger.load(scans, stale, gone_runs)
 
@@ -113,19 +162,30 @@ class Watcher:
         """Bring one run in line with its folder (or forget it if the folder is gone)."""
         old = self._ledger.index.runs.get(run_id)
         if old is not None and old.rel is not None:
-            self._put_found(run_id, examine_run(self._layout.root, old.rel, run_id))
+            reading = Reading.of(self._layout.root)
+            found = examine_run(self._layout.root, old.rel, run_id, reading)
+            self._put_found(run_id, found, reading.unread)
             return
         rows = self._ledger.meta.rows(run_id)
         last_change = 0 if old is None else old.last_change_us
         scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
+        self._set_unread(run_id, {} if scan is None else scan.unread)
         self._ledger.put_scan(run_id, rows, scan)
 
-    def _put_found(self, run_id: str, found: FoundRun | None) -> None:
-        """A discovered run as just read (None: it holds no checkpoint any more)."""
+    def _put_found(self, run_id: str, found: FoundRun | None, unread: Unread) -> None:
+        """A discovered run as just read (None: it holds no checkpoint any more, or its
+        folder could not be read: `unread` says what could not be)."""
         rows = self._ledger.meta.rows(run_id)
         old = self._ledger.index.runs.get(run_id)
+        before = None if old is None else old.checkpoints
         last_change = 0 if old is None else old.last_change_us
-        scan = None if found is None else scan_found(found, rows, self._settling(), last_change)
+        folder = found.path if found is not None else None if old is None else str(old.path)
+        self._set_unread(run_id, {} if folder is None else concerning(unread, folder))
+        scan: RunScan | None = None
+        if found is not None:
+            scan = scan_found(found, rows, self._settling(), last_change, unread, before)
+        elif old is not None:
+            scan = _kept_run(old, rows, unread)
         self._ledger.put_scan(run_id, rows, scan)
 
     def _settling(self) -> Settling:
@@ -135,10 +195,11 @@ class Watcher:
         """Bring every discovered run in line with a walk; `skip` runs keep what they have
         (their own signature makes the next check read them again)."""
         self._discovery_watch = discovery.watch
+        self._walk = discovery.reading
         found = {run.run_id: run for run in discovery.runs}
         for run_id in sorted(set(self._ledger.discovered_ids()) | found.keys()):
             if run_id not in skip:
-                self._put_found(run_id, found.get(run_id))
+                self._put_found(run_id, found.get(run_id), discovery.reading.unread)
 
     # --- noticing outside changes -----------------------------------------------------------
     def notice_changes_unlocked(self, force: bool = False) -> bool:
@@ -175,7 +236,7 @@ class Watcher:
             self._put_discovery(read.discovery, skip)
         for run_id, found in read.runs.items():
             if run_id not in skip:
-                self._put_found(run_id, found)
+                self._put_found(run_id, found, read.reading.unread)
 
     def _plan_scan(self, force: bool) -> _ScanPlan | None:
         """Under the lock: rescan the tinker-layout runs that changed (quick, no pickles) and
@@ -184,7 +245,7 @@ class Watcher:
             return None
         self._notice_tinker_changes()
         seen = self._ledger.changes.copy()
-        if watch_changed(self._discovery_watch):
+        if self._walk_again():
             return _ScanPlan(seen, self._ledger.tinker_ids(), rediscover=True)
         changed = {
             run.run_id: run.rel
@@ -198,7 +259,7 @@ class Watcher:
         if not force and time.monotonic() - self._last_check < self.recheck_interval:
             return
         self._notice_tinker_changes()
-        if watch_changed(self._discovery_watch):
+        if self._walk_again():
             tinker_ids = self._ledger.tinker_ids()
             self._put_discovery(discover(self._layout.root, reserved=tinker_ids))
         for run in list(self._ledger.index.runs.values()):
@@ -228,7 +289,24 @@ class Watcher:
 
     def _is_stale(self, run: RunEntry) -> bool:
         """Whether a run must be read again: still settling, or its folders changed."""
-        return run.run_id in self._ledger.unsettled or run.current_signature() != run.signature
+        if run.run_id in self._ledger.unsettled or run.run_id in self._run_unread:
+            return True  # still settling, or not read whole: read it again
+        return run.current_signature() != run.signature
+
+
+def _kept_run(old: RunEntry, rows: list[Row], unread: Unread) -> RunScan | None:
+    """A known run whose folder was not found because it, or a folder above it, could not be
+    read: it stays as it was, its checkpoints listed as unreadable; None when it is gone."""
+    reason = hidden_by(unread, str(old.path))
+    if reason is None:
+        return None
+    run = RunEntry(
+        old.run_id, old.path, old.info, old.signature, old.last_change_us,
+        rel=old.rel, watch=old.watch,
+    )  # fmt: skip
+    scan = RunScan(run, unread=concerning(unread, str(old.path)))
+    keep_rows(scan, rows, str(old.path), reason, old.checkpoints)
+    return scan
 
 
 @dataclass
@@ -246,10 +324,13 @@ class _ScanPlan:
         root = layout.root
         if self.rediscover:
             return _ScanRead(discover(root, reserved=self.tinker_ids))
-        return _ScanRead(None, {i: examine_run(root, rel, i) for i, rel in self.changed.items()})
+        reading = Reading.of(root)
+        runs = {i: examine_run(root, rel, i, reading) for i, rel in self.changed.items()}
+        return _ScanRead(None, runs, reading)
 
 
 @dataclass
 class _ScanRead:
     discovery: Discovery | None
     runs: dict[str, FoundRun | None] = field(default_factory=dict)
+    reading: Reading = field(default_factory=Reading)

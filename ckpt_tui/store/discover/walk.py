@@ -3,6 +3,9 @@
 Depth is bounded (`MAX_DEPTH`), links are never followed (so no loops), `runs/` (the tinker
 layout, read elsewhere) and `.ckpt-tui/` at the root are skipped, as are hidden folders,
 `__pycache__` and `node_modules`. A folder recognized as a checkpoint is not descended into.
+A folder that cannot be read, or lies on another file system, is remembered as unread
+(`Discovery.unread`): what it holds is unknown, not absent. A folder holding a store of its own
+(`.ckpt-tui/`) is never walked into: it is another backend (`Discovery.stores`).
 Every folder listed is remembered with its mtime (`Discovery.watch`): when one changes, a
 folder was added or removed somewhere, and the walk runs again.
 """
@@ -20,6 +23,7 @@ from ckpt_tui.store.discover.runs import build_run, run_id_for
 from ckpt_tui.store.files import DIR, FILE, list_dir, lstat_or_none
 from ckpt_tui.store.layout import META_DIR, RUNS_DIR
 from ckpt_tui.store.settle import FilesLook, look_at
+from ckpt_tui.store.unread import OTHER_DEVICE, Unread, why
 
 MAX_DEPTH = 6
 SKIP_AT_ROOT = frozenset({RUNS_DIR, META_DIR})
@@ -27,23 +31,47 @@ SKIP_ANYWHERE = frozenset({"__pycache__", "node_modules"})
 
 
 @dataclass
+class Reading:
+    """What a walk met besides checkpoints: folders it could not read, stores it left alone."""
+
+    device: int | None = None
+    """The store root's file system: a folder on another one is not walked into."""
+    unread: Unread = field(default_factory=dict)
+    stores: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, root: Path) -> Reading:
+        """A reading of the store at `root` (a link given as the root is followed: it is
+        the store the user named)."""
+        try:
+            return cls(os.stat(root).st_dev)
+        except OSError:
+            return cls()
+
+    def failed(self, path: str, exc: OSError) -> None:
+        self.unread[path] = f"cannot be read: {why(exc)}"
+
+
+@dataclass
 class Discovery:
     runs: list[FoundRun] = field(default_factory=list)
     watch: dict[str, int | None] = field(default_factory=dict)
+    reading: Reading = field(default_factory=Reading)
 
 
 def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DEPTH) -> Discovery:
     """Every run under `root`; `reserved` are ids already taken (the tinker-layout runs)."""
-    result = Discovery()
+    result = Discovery(reading=Reading.of(root))
     stack: list[tuple[str, str, int]] = [(os.fspath(root), "", 0)]
     while stack:
         path, rel, depth = stack.pop()
         result.watch[path] = _mtime(path)
         try:
             listing = list_dir(path)
-        except OSError:
-            continue  # unreadable folder: nothing found there
-        found, subdirs, extra = examine_listing(path, listing, at_root=depth == 0)
+        except OSError as exc:
+            result.reading.failed(path, exc)  # unknown, not empty
+            continue
+        found, subdirs, extra = examine_listing(path, listing, result.reading, depth == 0)
         if found:
             result.runs.append(build_run(run_id_for(rel, reserved), rel, path, found, extra))
         if depth < max_depth:
@@ -52,14 +80,16 @@ def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DE
     return result
 
 
-def examine_run(root: Path, rel: str, run_id: str) -> FoundRun | None:
-    """One run folder again (after it changed); None when it holds no checkpoint any more."""
+def examine_run(root: Path, rel: str, run_id: str, reading: Reading) -> FoundRun | None:
+    """One run folder again (after it changed); None when it holds no checkpoint any more,
+    or could not be read (then `reading.unread` says so)."""
     path = os.path.join(os.fspath(root), rel) if rel else os.fspath(root)
     try:
         listing = list_dir(path)
-    except OSError:
+    except OSError as exc:
+        reading.failed(path, exc)
         return None
-    found, _, extra = examine_listing(path, listing, at_root=not rel)
+    found, _, extra = examine_listing(path, listing, reading, not rel)
     return build_run(run_id, rel, path, found, extra) if found else None
 
 
@@ -77,7 +107,7 @@ def _mtime(path: str) -> int | None:
 
 
 def examine_listing(
-    path: str, listing: dict[str, str], at_root: bool = False
+    path: str, listing: dict[str, str], reading: Reading, at_root: bool = False
 ) -> tuple[list[FoundCheckpoint], list[str], list[str]]:
     """(checkpoints among the children, folders to descend into, extra files to watch)."""
     checkpoints: list[FoundCheckpoint] = []
@@ -94,19 +124,28 @@ def examine_listing(
         elif _skipped(name, at_root):
             continue
         else:
-            found, descend = _examine_dir(child, name, tag)
+            found, descend = _examine_dir(child, name, tag, reading)
             if descend:
                 subdirs.append(name)
         if found is not None:
-            checkpoints.append(_located(found, child))
+            checkpoints.append(_located(found, child, reading))
     return checkpoints, subdirs, extra
 
 
-def _examine_dir(path: str, name: str, tag: str | None) -> tuple[FoundCheckpoint | None, bool]:
+def _examine_dir(
+    path: str, name: str, tag: str | None, reading: Reading
+) -> tuple[FoundCheckpoint | None, bool]:
     """(the checkpoint this folder is, or None and whether to look inside it)."""
     try:
+        if reading.device is not None and os.lstat(path).st_dev != reading.device:
+            reading.unread[path] = OTHER_DEVICE  # a mount point: reading it may hang or hold
+            return None, False  # another store's checkpoints, which the trash cannot reach
         listing = list_dir(path)
-    except OSError:
+    except OSError as exc:
+        reading.failed(path, exc)
+        return None, False
+    if listing.get(META_DIR) == DIR:
+        reading.stores.append(path)  # another store's own: its metadata is not ours to see
         return None, False
     if hf_trainer.match(name):
         return hf_trainer.examine(path, name, listing), False
@@ -122,10 +161,13 @@ def _examine_dir(path: str, name: str, tag: str | None) -> tuple[FoundCheckpoint
     return None, True
 
 
-def _located(found: FoundCheckpoint, path: str) -> FoundCheckpoint:
+def _located(found: FoundCheckpoint, path: str, reading: Reading) -> FoundCheckpoint:
     found.location = path
     st = lstat_or_none(path)
     found.mtime_ns = st.st_mtime_ns if st else 0
-    found.look = look_at(path, st) if st else FilesLook(0, "", 0)
+    found.look = look_at(path, st) if st else FilesLook(0, "", 0, unread="it cannot be read")
     found.size = found.look.size
+    if found.look.unread is not None:
+        reading.unread[path] = found.look.unread
+        found.facts.setdefault("unreadable", found.look.unread)
     return found
