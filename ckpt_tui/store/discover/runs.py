@@ -18,9 +18,10 @@ from ckpt_tui.store.times import ns_to_us
 
 ROOT_RUN_ID = "_root_"
 WEIGHTS_ONLY_FORMATS = frozenset({"pretrained", "peft", "safetensors"})
-"""Formats that hold model weights alone: sampler weights. Every other format is a training
-loop's save, listed as training state (`weights/`) whether or not its optimizer state has
-arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands."""
+"""Folder formats that hold model weights alone: sampler weights. Every other folder is a
+training loop's save, listed as training state (`weights/`) whether or not its optimizer state
+has arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands.
+A single file does not arrive in parts: its content says (`segment_of`)."""
 MAX_ID_BYTES = 200
 
 
@@ -97,12 +98,21 @@ def build_run(
     facts = mark_flags(checkpoints)
     items = []
     for found in sorted(checkpoints, key=lambda c: c.name):
-        segment = "sampler_weights" if found.format in WEIGHTS_ONLY_FORMATS else "weights"
+        segment = segment_of(found)
         items.append((f"{segment}/{checkpoint_name(found.name)}", found, facts[found.name]))
     watch = (path, *(c.location for c in checkpoints), *extra_watch)
     signature = tuple(_mtime(p) for p in watch)
     info = run_info(path, rel, checkpoints)
     return FoundRun(run_id, rel, path, info, items, watch, signature)
+
+
+def segment_of(found: FoundCheckpoint) -> str:
+    """`weights` (training state) or `sampler_weights` (weights alone) for a checkpoint: a
+    single file by its content (optimizer state in it or not: `torch.save(model.state_dict())`
+    is weights alone), a folder by its format (stable while its files arrive)."""
+    by_format = found.format in WEIGHTS_ONLY_FORMATS
+    weights_only = not found.training if found.single_file else by_format
+    return "sampler_weights" if weights_only else "weights"
 
 
 def _mtime(path: str) -> int | None:
