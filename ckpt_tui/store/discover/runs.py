@@ -34,7 +34,14 @@ def _is_safe(name: str) -> bool:
         check_name(name)
     except UnsafeNameError:
         return False
-    return len(name.encode("utf-8", "surrogateescape")) <= MAX_ID_BYTES
+    return len(name.encode("utf-8")) <= MAX_ID_BYTES
+
+
+def _cleaned(name: str) -> str:
+    """`name` made path-safe and UTF-8 (a byte of a file name that is not UTF-8 becomes
+    U+FFFD), for an id that a hash of the real name keeps unique."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
 
 
 def run_id_for(rel: str, reserved: Collection[str] = ()) -> str:
@@ -44,8 +51,7 @@ def run_id_for(rel: str, reserved: Collection[str] = ()) -> str:
     else:
         base = "__".join(rel.split("/"))
         if "__" in rel or base == ROOT_RUN_ID or not _is_safe(base) or base in reserved:
-            cleaned = base.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
-            base = f"{cleaned}-{_short_hash(rel)}"
+            base = f"{_cleaned(base)}-{_short_hash(rel)}"
     return base
 
 
@@ -53,8 +59,7 @@ def checkpoint_name(name: str) -> str:
     """A path-safe name for a checkpoint file or folder (hashed if it needs cleaning)."""
     if _is_safe(name):
         return name
-    cleaned = name.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
-    return f"{cleaned}-{_short_hash(name)}"
+    return f"{_cleaned(name)}-{_short_hash(name)}"
 
 
 def _newest_first(found: FoundCheckpoint) -> tuple[int, int]:
