@@ -450,3 +450,19 @@ def test_adding_a_run_or_checkpoint_on_a_full_disk_leaves_nothing_behind(
         filler.unlink()
     store.close()
     assert reopened_state(root, clock) == before
+
+
+def test_the_first_change_to_a_lazily_opened_store_on_a_full_disk_is_507(
+    disk: Path, clock: FixedClock
+) -> None:
+    """Browsing writes nothing; the first change makes the metadata file, which needs room."""
+    root = disk / "box"
+    L.write(root / "exp/model.pt", L.torch_zip(L.model_state(1)))
+    filler = fill(disk)
+    with Store.open(root, clock, lazy=True, settle_seconds=0) as store:
+        with pytest.raises(StorageFullError, match="the disk holding the store is full"):
+            store.set_ttl("exp", "sampler_weights/model.pt", 7200)
+        filler.unlink()
+        store.set_ttl("exp", "sampler_weights/model.pt", 7200)
+    with Store.open(root, clock) as store:
+        assert store.get_checkpoint("exp", "sampler_weights/model.pt").expires_at is not None
