@@ -19,32 +19,24 @@ def check_name(value: str, what: str = "name") -> str:
     """Return `value` if it is one safe path component, else raise UnsafeNameError."""
     if not value:
         raise UnsafeNameError(f"{what} is empty")
-    if not is_text(value):
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
         raise UnsafeNameError(
             f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate); "
             "give the name as UTF-8"
-        )
+        ) from None
     if "\x00" in value:
         raise UnsafeNameError(f"{what} contains a NUL byte")
     if "/" in value or "\\" in value:
         raise UnsafeNameError(f"{what} {value!r} contains a path separator")
     if value in (".", "..") or ".." in value:
         raise UnsafeNameError(f"{what} {value!r} contains '..'")
-    if len(value.encode("utf-8")) > _MAX_NAME:
+    if size > _MAX_NAME:
         raise UnsafeNameError(f"{what} is longer than {_MAX_NAME} bytes")
     if value.startswith(".ckpt-tui"):
         raise UnsafeNameError(f"{what} {value!r} is reserved")
     return value
-
-
-def is_text(value: str) -> bool:
-    """Whether `value` can be written as UTF-8: no lone surrogate, such as the `\\ud800` of a
-    JSON escape or the `\\udcff` that stands for a byte of a file name that is not UTF-8."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_run_id(run_id: str) -> str:
