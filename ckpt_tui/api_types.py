@@ -8,6 +8,7 @@ No HTTP, Textual or file-system code lives here.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
@@ -237,8 +238,28 @@ class AuthToken(msgspec.Struct, frozen=True):
 
 
 def encode(value: object) -> bytes:
-    """JSON bytes of an API struct (or of plain lists, dicts, strings, numbers and times)."""
-    return _ENCODER.encode(value)
+    """JSON bytes of an API struct (or of plain lists, dicts, strings, numbers and times).
+
+    A string that is not valid Unicode (a lone surrogate: a byte of a file name that is not
+    UTF-8, a `\\ud800` escape in a file's JSON) is sent with U+FFFD in its place: an answer
+    is always valid JSON, never an error about one odd name.
+    """
+    try:
+        return _ENCODER.encode(value)
+    except UnicodeEncodeError:
+        return _ENCODER.encode(_as_text(msgspec.to_builtins(value)))
+
+
+def _as_text(value: object) -> object:
+    """`value` (plain data) with every lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_as_text(key): _as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    return value
 
 
 _ENCODER = msgspec.json.Encoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -100,6 +100,11 @@ class ServerError(ApiError):
     """5xx after every retry."""
 
 
+class InsufficientStorageError(ServerError):
+    """507: the server's disk had no room for the change (full, over quota, read-only); the
+    change was not made, and trying again will not help until space is freed."""
+
+
 def decoded(
     response: httpx.Response, decoder: msgspec.json.Decoder[T], url: str, subject: str
 ) -> T:
@@ -144,6 +149,9 @@ def api_error(
     if status == 429:
         message = f"{url} is rate limiting requests ({detail}); wait a moment and try again"
         return RateLimitedError(status, detail, message, retry_after)
+    if status == 507:
+        message = f"{url} has no room on its disk to change {subject} (HTTP 507): {detail}"
+        return InsufficientStorageError(status, detail, message)
     if status >= 500:
         message = f"{url} failed while handling {subject} (HTTP {status}): {detail}"
         return ServerError(status, detail, message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 
@@ -72,8 +73,26 @@ def project_id(request: Request) -> str | None:
 
 
 def path_run_id(request: Request) -> str:
-    """The `{run_id}` of the path, checked so it cannot escape the store."""
+    """The `{run_id}` of the path, checked so it cannot escape the store (and the whole path
+    checked to be UTF-8, which holds the checkpoint id too)."""
+    _check_utf8_path(request)
     return check_run_id(str(request.path_params["run_id"]))
+
+
+def _check_utf8_path(request: Request) -> None:
+    """400 for a path whose %XX escapes are not UTF-8 (`%ED%A0%80`, a lone surrogate): the
+    server would otherwise see U+FFFD in their place and look for a name nobody gave."""
+    raw = request.scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return
+    try:
+        unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(
+            400,
+            "the URL's path is not UTF-8 once its %XX escapes are decoded (e.g. %ED%A0%80, a "
+            "lone surrogate): give run ids and checkpoint names as UTF-8",
+        ) from None
 
 
 def split_checkpoint_tail(tail: str) -> tuple[str, str | None]:

@@ -6,6 +6,8 @@ Every method runs under the store's lock.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +16,10 @@ from ckpt_tui.store.errors import ConflictError, NotFoundError, StoreError
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.ledger import Ledger
+from ckpt_tui.store.storage import is_storage_failure, storage_error, storage_errors
 from ckpt_tui.store.watcher import Watcher
+
+logger = logging.getLogger("ckpt_tui.store")
 
 
 class Deleter:
@@ -55,10 +60,35 @@ class Deleter:
         return removed
 
     def _delete(self, entry: CheckpointEntry, touch: bool) -> None:
-        """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished."""
+        """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished.
+
+        The answer and the state agree: a step that fails (a full disk, an I/O error, a locked
+        metadata file) undoes the steps before it and raises a StorageError; once the commit
+        is done the checkpoint is deleted, so a failed purge only leaves the slot to `recover`.
+        """
         run_id, checkpoint_id = entry.key
-        slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path)
+        doing = f"deleting {entry.tinker_path}"
+        with storage_errors(doing):
+            slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path)
         self._step("prepare")
+        self._move(entry, slot, doing)
+        self._step("move")
+        self._commit(entry, slot, touch, doing)
+        self._step("commit")
+        try:
+            trash.purge(self._layout, slot)
+        except OSError as exc:
+            logger.warning(
+                "%s: its files stay in %s until the store is next opened: %s",
+                entry.tinker_path,
+                slot,
+                exc,
+            )
+        self._step("purge")
+
+    def _move(self, entry: CheckpointEntry, slot: Path, doing: str) -> None:
+        """Step 2, or the slot removed again and an error saying why."""
+        run_id, checkpoint_id = entry.key
         try:
             trash.move(self._layout, entry.path, slot)
         except FileNotFoundError:
@@ -71,12 +101,19 @@ class Deleter:
             trash.purge(self._layout, slot)
             if isinstance(exc, StoreError):
                 raise
+            if is_storage_failure(exc):
+                raise storage_error(exc, doing) from exc
             raise StoreError(f"cannot delete {entry.tinker_path}: {exc.strerror}") from exc
-        self._step("move")
-        self._ledger.commit_delete(entry, touch)
-        self._step("commit")
-        trash.purge(self._layout, slot)
-        self._step("purge")
+
+    def _commit(self, entry: CheckpointEntry, slot: Path, touch: bool, doing: str) -> None:
+        """Step 3; if the metadata cannot be written, the files go back where they were."""
+        try:
+            self._ledger.commit_delete(entry, touch)
+        except sqlite3.Error as exc:  # rolled back: the row and the index are as they were
+            trash.restore(self._layout, slot, entry.path)
+            if is_storage_failure(exc):
+                raise storage_error(exc, doing) from exc
+            raise
 
     def _adapters_based_on(self, entry: CheckpointEntry) -> list[str]:
         """Tinker paths of discovered adapters whose base_model is `entry`'s folder (or in it)."""

@@ -23,3 +23,25 @@ class ReadOnlyStoreError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store was closed (the server is stopping): HTTP 503, try again later."""
+
+
+class StorageError(StoreError):
+    """The disk refused a change (full, over quota, read-only, failing) or the metadata file
+    was busy. The change did not happen: the store rolled back what it had begun."""
+
+    retry_after: float | None = None
+    """Seconds after which trying again may work; None when only a person can fix it."""
+
+
+class StorageFullError(StorageError):
+    """No room to write: the disk is full or over quota, or mounted read-only (HTTP 507)."""
+
+
+class StorageFailedError(StorageError):
+    """The disk failed (an I/O error): HTTP 503, and retrying at once will not help."""
+
+
+class StoreBusyError(StorageError):
+    """The metadata file is locked by another program: HTTP 503, try again shortly."""
+
+    retry_after = 1.0

@@ -7,13 +7,19 @@ through the store meanwhile (see `watcher.py`). Every method runs under the stor
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections import Counter
+from collections.abc import Iterable
 
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.meta import Key, MetaDB, Row
 from ckpt_tui.store.scan import RunScan
+from ckpt_tui.store.storage import is_storage_failure
 from ckpt_tui.store.times import to_us
 from ckpt_tui.timekeeping.clock import Clock
+
+logger = logging.getLogger("ckpt_tui.store")
 
 
 class Ledger:
@@ -46,7 +52,7 @@ class Ledger:
     def load(self, scans: list[RunScan], stale: list[Key], gone_runs: list[str]) -> None:
         """Reconcile the metadata with a scan of every run (one transaction), fill the index."""
         added = [row for scan in scans for row in scan.new_rows]
-        self.meta.apply(upsert=added, delete=stale, drop_runs=gone_runs)
+        self._record_scan(upsert=added, delete=stale, drop_runs=gone_runs)
         entries = [entry for scan in scans for entry in scan.entries]
         self.index.load([scan.run for scan in scans], entries, self.now_us())
         self.unsettled = {e.row.run_id for e in entries if e.incomplete}
@@ -56,13 +62,30 @@ class Ledger:
         self.changes[run_id] += 1
         self.unsettled.discard(run_id)
         if scan is None:
-            self.meta.apply(delete=row_keys(rows), drop_runs=[run_id])
+            self._record_scan(delete=row_keys(rows), drop_runs=[run_id])
             self.index.drop_run(run_id)
             return
-        self.meta.apply(upsert=scan.new_rows, delete=scan.stale_keys)
+        self._record_scan(upsert=scan.new_rows, delete=scan.stale_keys)
         self.index.put_run(scan.run, scan.entries, self.now_us())
         if any(entry.incomplete for entry in scan.entries):
             self.unsettled.add(run_id)
+
+    def _record_scan(
+        self,
+        *,
+        upsert: Iterable[Row] = (),
+        delete: Iterable[Key] = (),
+        drop_runs: Iterable[str] = (),
+    ) -> None:
+        """Write what a scan found. On a full disk (or a locked file) the index still takes it
+        in, so listing keeps working: what a scan writes is read again from the folders at the
+        next open, while a change asked for (publish, TTL, delete) fails and changes nothing."""
+        try:
+            self.meta.apply(upsert=upsert, delete=delete, drop_runs=drop_runs)
+        except sqlite3.Error as exc:
+            if not is_storage_failure(exc):
+                raise
+            logger.warning("the scan's metadata was not saved (kept in memory): %s", exc)
 
     # --- changes made through the store -----------------------------------------------------
     def add_run(self, run: RunEntry) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckpt_tui.store.errors import StoreError
+from ckpt_tui.store.storage import is_storage_failure, storage_error
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -137,6 +138,8 @@ class MetaDB:
             meta.ensure_store_id()
             return meta
         except sqlite3.DatabaseError as exc:
+            if is_storage_failure(exc):  # the file is fine; the disk is not
+                raise storage_error(exc, f"opening the metadata file {path}") from exc
             raise StoreError(
                 f"the metadata file {path} cannot be used ({exc}); move it away and reopen: "
                 "checkpoints stay, but publish state, TTLs and metadata are reset"
@@ -170,6 +173,8 @@ class MetaDB:
             saved._conn.execute("PRAGMA journal_mode=WAL")
         except sqlite3.Error as exc:
             saved.close()
+            if is_storage_failure(exc):
+                raise storage_error(exc, f"writing the metadata file {path}") from exc
             raise StoreError(f"cannot write the metadata file {path}: {exc}") from exc
         self._conn.close()
         self._conn = saved._conn

@@ -19,13 +19,20 @@ def check_name(value: str, what: str = "name") -> str:
     """Return `value` if it is one safe path component, else raise UnsafeNameError."""
     if not value:
         raise UnsafeNameError(f"{what} is empty")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise UnsafeNameError(
+            f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate); "
+            "give the name as UTF-8"
+        ) from None
     if "\x00" in value:
         raise UnsafeNameError(f"{what} contains a NUL byte")
     if "/" in value or "\\" in value:
         raise UnsafeNameError(f"{what} {value!r} contains a path separator")
     if value in (".", "..") or ".." in value:
         raise UnsafeNameError(f"{what} {value!r} contains '..'")
-    if len(value.encode("utf-8", "surrogateescape")) > _MAX_NAME:
+    if size > _MAX_NAME:
         raise UnsafeNameError(f"{what} is longer than {_MAX_NAME} bytes")
     if value.startswith(".ckpt-tui"):
         raise UnsafeNameError(f"{what} {value!r} is reserved")

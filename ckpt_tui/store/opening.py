@@ -9,6 +9,7 @@ from ckpt_tui.store import trash
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.layout import META_DIR, Layout
 from ckpt_tui.store.meta import MetaDB
+from ckpt_tui.store.storage import is_storage_failure, storage_error
 
 
 def prepare_root(root: Path, create: bool, readonly: bool | None) -> bool:
@@ -70,4 +71,6 @@ def make_folders(layout: Layout) -> None:
         layout.runs.mkdir(exist_ok=True)
         layout.trash.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if is_storage_failure(exc):
+            raise storage_error(exc, f"preparing the store folder {layout.root}") from exc
         raise StoreError(f"cannot prepare the store folder {layout.root}: {exc}") from exc

@@ -36,6 +36,7 @@ from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.meta import MetaDB
 from ckpt_tui.store.opening import open_meta, prepare_root
 from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.store.storage import storage_errors
 from ckpt_tui.store.unread import ReadProblems
 from ckpt_tui.store.watcher import Watcher
 from ckpt_tui.store.writer import Writer
@@ -272,16 +273,17 @@ class Store:
         extra: Mapping[str, object] | None = None,
     ) -> TrainingRun:
         """Write `runs/<run_id>/run.json`; `extra` holds e.g. train_mlp/train_attn/train_unembed."""
-        return self._writer.create_run(
-            run_id,
-            base_model,
-            is_lora=is_lora,
-            lora_rank=lora_rank,
-            model_owner=model_owner,
-            user_metadata=user_metadata,
-            created=created,
-            extra=extra,
-        )
+        with storage_errors(f"creating training run {run_id!r}"):
+            return self._writer.create_run(
+                run_id,
+                base_model,
+                is_lora=is_lora,
+                lora_rank=lora_rank,
+                model_owner=model_owner,
+                user_metadata=user_metadata,
+                created=created,
+                extra=extra,
+            )
 
     @locked
     def add_checkpoint(
@@ -301,36 +303,42 @@ class Store:
         renamed into place, so a crash never leaves a half-written checkpoint. NotFoundError if
         the run does not exist (make it with `create_run`), ConflictError if the id is taken.
         """
-        return self._writer.add_checkpoint(
-            run_id,
-            checkpoint_id,
-            files,
-            created=created,
-            expires_at=expires_at,
-            public=public,
-            user_metadata=user_metadata,
-        )
+        with storage_errors(f"adding checkpoint {checkpoint_id!r} to run {run_id!r}"):
+            return self._writer.add_checkpoint(
+                run_id,
+                checkpoint_id,
+                files,
+                created=created,
+                expires_at=expires_at,
+                public=public,
+                user_metadata=user_metadata,
+            )
 
     @locked
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
         """Crash-safe delete: rename into trash, commit metadata, remove files."""
-        self._writer.require_writable()
-        self._deleter.delete_checkpoint(self._watcher.live_entry(run_id, checkpoint_id))
+        with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
+            self._writer.require_writable()
+            self._deleter.delete_checkpoint(self._watcher.live_entry(run_id, checkpoint_id))
 
     @locked
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:
         """ConflictError when already in that state."""
-        return self._writer.set_public(run_id, checkpoint_id, public)
+        doing = "publishing" if public else "unpublishing"
+        with storage_errors(f"{doing} checkpoint {checkpoint_id!r} of run {run_id!r}"):
+            return self._writer.set_public(run_id, checkpoint_id, public)
 
     @locked
     def set_ttl(self, run_id: str, checkpoint_id: str, ttl_seconds: int | None) -> Checkpoint:
         """expires_at = now + ttl; None clears it. InvalidRequestError unless 3600 <= ttl <= 10y."""
-        return self._writer.set_ttl(run_id, checkpoint_id, ttl_seconds)
+        with storage_errors(f"setting the TTL of checkpoint {checkpoint_id!r} of run {run_id!r}"):
+            return self._writer.set_ttl(run_id, checkpoint_id, ttl_seconds)
 
     @locked
     def refresh_checkpoint(self, run_id: str, checkpoint_id: str) -> Checkpoint:
         """Re-measure a checkpoint whose files the caller has finished writing: complete now."""
-        return self._writer.refresh_checkpoint(run_id, checkpoint_id)
+        with storage_errors(f"re-measuring checkpoint {checkpoint_id!r} of run {run_id!r}"):
+            return self._writer.refresh_checkpoint(run_id, checkpoint_id)
 
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at; return their tinker paths.

@@ -7,6 +7,10 @@ A delete is four steps (`DELETE_STEPS`), each safe to be interrupted:
 3. commit:  drop the metadata row (the store does this, one SQLite transaction);
 4. purge:   remove `trash/<unique>` (links are removed as links, never followed).
 
+A step that fails (a full disk, an I/O error) undoes the steps before it (`restore` moves the
+files back when the commit fails), so a delete that reports an error has not happened; one
+whose purge fails has happened (the slot is removed at the next open).
+
 At open, `recover` finishes whatever is in the trash: a slot whose files were not yet moved has
 its origin moved in first (the delete was asked for, so it is completed), then every slot is
 removed; the scan that follows drops rows whose folder is gone.
@@ -64,10 +68,14 @@ def prepare(layout: Layout, run_id: str, checkpoint_id: str, location: Path | No
     origin: dict[str, str] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
     if location is not None:
         origin["location"] = os.path.relpath(location, layout.root)
-    with opened_dir(layout, parts_inside(layout, slot)) as folder:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        with os.fdopen(os.open(ORIGIN, flags, 0o644, dir_fd=folder), "w") as out:
-            out.write(json.dumps(origin))
+    try:
+        with opened_dir(layout, parts_inside(layout, slot)) as folder:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(ORIGIN, flags, 0o644, dir_fd=folder), "w") as out:
+                out.write(json.dumps(origin))
+    except BaseException:
+        purge(layout, slot)  # a full disk must not leave empty slots piling up
+        raise
     return slot
 
 
@@ -94,6 +102,18 @@ def move(layout: Layout, path: Path, slot: Path) -> None:
                 f"refusing to delete {path}: it was replaced by a symbolic link while being "
                 "deleted; nothing it points to was touched"
             )
+
+
+def restore(layout: Layout, slot: Path, path: Path) -> None:
+    """Undo step 2 when step 3 failed: rename the slot's files back to `path`, then remove the
+    slot (its `origin.json` would make `recover` finish the delete at the next open)."""
+    parts = parts_inside(layout, path)
+    with (
+        opened_dir(layout, parts[:-1]) as parent,
+        opened_dir(layout, parts_inside(layout, slot)) as into,
+    ):
+        os.rename(FILES, parts[-1], src_dir_fd=into, dst_dir_fd=parent)
+    purge(layout, slot)
 
 
 def purge(layout: Layout, path: Path) -> None:

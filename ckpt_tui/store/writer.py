@@ -7,6 +7,7 @@ bad request is refused the same way on any store. Every method runs under the st
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -33,6 +34,7 @@ from ckpt_tui.store.meta import Row
 from ckpt_tui.store.opening import make_folders
 from ckpt_tui.store.runinfo import RunInfo, checked_extra, checked_metadata, write_run_info
 from ckpt_tui.store.settle import SETTLED_BY_STORE, look_at, with_look
+from ckpt_tui.store.storage import is_storage_failure, storage_error
 from ckpt_tui.store.times import to_us
 from ckpt_tui.store.watcher import Watcher
 from ckpt_tui.timekeeping.ttl import MAX_TTL_SECONDS, MIN_TTL_SECONDS
@@ -97,7 +99,11 @@ class Writer:
         self._layout.runs.mkdir(exist_ok=True)
         self._layout.ensure_inside(run_dir)
         run_dir.mkdir()
-        write_run_info(run_dir, info)
+        try:
+            write_run_info(run_dir, info)
+        except OSError:
+            trash.purge(self._layout, run_dir)  # a run that failed to be made is not there
+            raise
         run = RunEntry(run_id, run_dir, info, run_signature(run_dir))
         self._ledger.add_run(run)
         return run.training_run()
@@ -136,7 +142,11 @@ class Writer:
             raise ConflictError(f"checkpoint {checkpoint_id!r} already exists in run {run_id!r}")
         self._write_files(dest, parts)
         entry = CheckpointEntry(with_look(row, look_at(str(dest)), SETTLED_BY_STORE), str(dest))
-        self._ledger.add_checkpoint(entry)
+        try:
+            self._ledger.add_checkpoint(entry)
+        except sqlite3.Error:
+            trash.purge(self._layout, dest)  # no row, no files: the add did not happen
+            raise
         return entry.checkpoint()
 
     def _write_files(self, dest: Path, parts: list[tuple[list[str], bytes]]) -> None:
@@ -153,6 +163,8 @@ class Writer:
             os.rename(stage, dest)
         except OSError as exc:
             trash.purge(self._layout, stage)
+            if is_storage_failure(exc):
+                raise storage_error(exc, f"writing checkpoint {dest.name}") from exc
             raise StoreError(f"cannot write checkpoint {dest.name}: {exc}") from exc
 
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:

@@ -101,7 +101,7 @@ def test_torch_save_and_lightning_files(root: Path, clock: FixedClock) -> None:
     assert full["params"] == "32" and full["resume_point"] == "true"
     assert json.loads(full["bytes_per_dtype"]) == {"F32": 2 * 64 + 2 * 64 + 2 * 4}
     assert size == (root / "exp/checkpoint.pt").stat().st_size
-    model = exp["weights/model.pt"]
+    model = exp["sampler_weights/model.pt"]  # weights alone (a state_dict)
     assert model["has_optimizer"] == "false" and model["bytes_per_dtype"] == '{"BF16":96}'
     lightning = logs["weights/epoch=3-step=1200.ckpt"]
     assert (lightning["format"], lightning["step"], lightning["epoch"]) == (
@@ -109,6 +109,44 @@ def test_torch_save_and_lightning_files(root: Path, clock: FixedClock) -> None:
         "1200",
         "3",
     )
+
+
+TORCH_SAVES = Path(__file__).parents[1] / "fixtures" / "torch_saves"
+"""Written by real torch 2.13 (scripts/make_torch_saves.py): a tiny nn.Linear's state_dict,
+and a training loop's full save with its AdamW state."""
+
+
+def test_a_weights_only_torch_save_is_sampler_weights_and_a_full_one_training_state(
+    root: Path, clock: FixedClock
+) -> None:
+    for name in ("model.pt", "checkpoint.pt"):
+        L.write(root / "exp" / name, (TORCH_SAVES / name).read_bytes())
+    with Store.open(root, clock, settle_seconds=0) as store:
+        kinds = {c.checkpoint_id: c.checkpoint_type for c in store.list_run_checkpoints("exp")}
+        run = store.get_run("exp")
+        exp = meta(store, "exp")
+    assert kinds == {"sampler_weights/model.pt": "sampler", "weights/checkpoint.pt": "training"}
+    model, full = exp["sampler_weights/model.pt"], exp["weights/checkpoint.pt"]
+    assert (model["has_optimizer"], model["params"]) == ("false", "10")  # 4 x 2 + 2
+    assert (full["has_optimizer"], full["params"], full["step"]) == ("true", "10", "1")
+    assert run.last_sampler_checkpoint is not None and run.last_checkpoint is not None
+    assert run.last_sampler_checkpoint.tinker_path == "tinker://exp/sampler_weights/model.pt"
+
+
+def test_a_folder_keeps_its_kind_while_its_optimizer_state_arrives(
+    root: Path, clock: FixedClock
+) -> None:
+    """Folders keep the stable rule: a Trainer save is training state before optimizer.pt."""
+    L.hf_trainer_output(root / "out", steps=(100,), best=100)
+    optimizer = root / "out/checkpoint-100/optimizer.pt"
+    saved = optimizer.read_bytes()
+    optimizer.unlink()
+    with Store.open(root, clock, settle_seconds=0) as store:
+        before = sorted(meta(store, "out"))
+        optimizer.write_bytes(saved)
+        store.rescan()
+        after = sorted(meta(store, "out"))
+    assert before == after == ["weights/checkpoint-100"]
 
 
 def test_deepspeed_dcp_accelerate(root: Path, clock: FixedClock) -> None:
@@ -144,14 +182,14 @@ def test_run_ids_are_stable_path_safe_and_unique(root: Path, clock: FixedClock) 
     L.write(root / "taken/m.pt", L.torch_zip(L.model_state(1)))
     with Store.open(root, clock, settle_seconds=0) as store:
         ids = {r.training_run_id for r in store.list_runs()[0]}
-        store.set_ttl("a__b", "weights/m.pt", 7200)
-        store.set_public("_root_", "weights/top.pt", True)
+        store.set_ttl("a__b", "sampler_weights/m.pt", 7200)
+        store.set_public("_root_", "sampler_weights/top.pt", True)
     assert ids == {"_root_", "a__b", f"a__b-{_hash('a__b')}", "taken", f"taken-{_hash('taken')}"}
     (root / "a").rename(root / "renamed")  # a/b moves: a new id; the others keep theirs
     with Store.open(root, clock, settle_seconds=0) as store:
         ids = {r.training_run_id for r in store.list_runs()[0]}
-        assert store.get_checkpoint("_root_", "weights/top.pt").public
-        assert store.get_checkpoint("renamed__b", "weights/m.pt").expires_at is None
+        assert store.get_checkpoint("_root_", "sampler_weights/top.pt").public
+        assert store.get_checkpoint("renamed__b", "sampler_weights/m.pt").expires_at is None
     assert ids == {
         "_root_",
         "renamed__b",

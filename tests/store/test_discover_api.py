@@ -81,7 +81,7 @@ def test_publish_ttl_delete_folder_and_file(served: tuple[httpx.Client, Store, P
     assert api.delete(f"{base}/exp/checkpoints/weights/a.pt").status_code == 204
     assert not (root / "out/checkpoint-100").exists() and (root / "out/checkpoint-200").is_dir()
     assert not (root / "exp/a.pt").exists() and (root / "exp/b.pt").is_file()
-    assert sorted(checkpoints(api, "exp")) == ["weights/b.pt", "weights/evil.pt"]
+    assert sorted(checkpoints(api, "exp")) == ["sampler_weights/evil.pt", "weights/b.pt"]
 
 
 def test_ttl_on_incomplete_is_refused_and_sweep_skips_it(

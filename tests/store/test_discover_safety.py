@@ -33,7 +33,7 @@ def test_code_running_pickle_is_never_run(tmp_path: Path, clock: FixedClock) -> 
     L.write(root / "exp/evil.pt", L.code_running_pickle(marker))
     L.write(root / "exp/.metadata-less/x.distcp", b"")  # hidden: skipped
     with Store.open(root, clock) as store:
-        facts = meta(store, "exp")["weights/evil.pt"]
+        facts = meta(store, "exp")["sampler_weights/evil.pt"]
         store.list_checkpoints()
     assert not marker.exists()
     assert facts["pickle_globals"] == "os.system" and facts["params"] == "16"
@@ -75,14 +75,14 @@ def test_odd_files_are_flagged_or_skipped(tmp_path: Path, clock: FixedClock) -> 
     with Store.open(root, clock) as store:
         exp, short = meta(store, "exp"), meta(store, "short")
         odd = meta(store, "dirs")["sampler_weights/m1"]
-    assert sorted(exp) == [
-        "weights/garbage.pth", "weights/half.pt",
-        "weights/next.pt.tmp", "weights/other.pt",
+    assert sorted(exp) == [  # single files with no optimizer state to be seen: weights alone
+        "sampler_weights/garbage.pth", "sampler_weights/half.pt",
+        "sampler_weights/next.pt.tmp", "sampler_weights/other.pt",
     ]  # fmt: skip
-    assert "truncated" in exp["weights/half.pt"]["incomplete_reason"]
-    assert "not a torch checkpoint" in exp["weights/other.pt"]["unreadable"]
-    assert "neither a zip nor a pickle" in exp["weights/garbage.pth"]["unreadable"]
-    assert exp["weights/next.pt.tmp"]["incomplete"] == "true"
+    assert "truncated" in exp["sampler_weights/half.pt"]["incomplete_reason"]
+    assert "not a torch checkpoint" in exp["sampler_weights/other.pt"]["unreadable"]
+    assert "neither a zip nor a pickle" in exp["sampler_weights/garbage.pth"]["unreadable"]
+    assert exp["sampler_weights/next.pt.tmp"]["incomplete"] == "true"
     assert "truncated" in short["sampler_weights/model.safetensors"]["incomplete_reason"]
     assert odd["params"] == "36"  # the folder named model.safetensors is not read as one
     fifo = loose.examine(str(root / "exp/fifo.pt"), "fifo.pt")  # an OSError on open

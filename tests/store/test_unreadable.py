@@ -21,8 +21,8 @@ from ckpt_tui.cli import main as cli_main
 from ckpt_tui.store import Store
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
-from tests.support.mounts import tmpfs_on
 from tests.support.privileges import ckpt_tui_as_a_user, python_as_a_user
+from tests.support.small_disk import small_tmpfs
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trainer_box"
 TEN = "weights/checkpoint-10"
@@ -192,7 +192,7 @@ def test_a_tinker_run_folder_on_another_file_system_keeps_its_rows(
     with Store.open(root) as store:
         store.create_run("run-a", "base")
         store.add_checkpoint("run-a", "weights/1", {"a.bin": b"12345"}, public=True)
-    with tmpfs_on(root / "runs" / "run-a"):
+    with small_tmpfs(root / "runs" / "run-a"):
         assert cli_main(["ls", "--local", str(root), "--json"]) == 1
         document = json.loads(capsys.readouterr().out)
     assert document["complete"] is False

@@ -18,7 +18,7 @@ from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
-from tests.support.mounts import tmpfs_on
+from tests.support.small_disk import small_tmpfs
 from tests.support.tui import app_on, connection, settle, shown
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trainer_box"
@@ -37,7 +37,7 @@ async def test_a_folder_not_read_is_named_and_no_keep_policy_plans(
 ) -> None:
     with Store.open(box) as store:
         store.set_public("trainer-out", TEN, True)
-    with tmpfs_on(box / "trainer-out" / "checkpoint-10"):
+    with small_tmpfs(box / "trainer-out" / "checkpoint-10"):
         app = app_on([connection(Backend.local(box))], None, clock)
         async with app.run_test(size=(160, 40)) as pilot:
             await settle(pilot)

@@ -29,6 +29,13 @@ def is_candidate(name: str) -> bool:
 
 
 def examine(path: str, name: str) -> FoundCheckpoint | None:
+    found = _examine(path, name)
+    if found is not None:
+        found.single_file = True
+    return found
+
+
+def _examine(path: str, name: str) -> FoundCheckpoint | None:
     base, is_temp = strip_temp(name)
     kind = "safetensors" if base.endswith(SAFETENSORS) else "torch"
     if base.endswith(".ckpt"):

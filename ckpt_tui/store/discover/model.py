@@ -54,6 +54,8 @@ class FoundCheckpoint:
     mtime_ns: int = 0
     look: FilesLook = field(default_factory=lambda: FilesLook(0, "", 0))
     """Its files as discovery saw them (size, fingerprint; see `ckpt_tui.store.settle`)."""
+    single_file: bool = False
+    """One file (`torch.save`, a lone `.safetensors`), not a folder that fills file by file."""
 
     def all_facts(self) -> dict[str, str]:
         """The strings that go into the checkpoint's user_metadata."""

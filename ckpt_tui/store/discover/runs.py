@@ -18,9 +18,10 @@ from ckpt_tui.store.times import ns_to_us
 
 ROOT_RUN_ID = "_root_"
 WEIGHTS_ONLY_FORMATS = frozenset({"pretrained", "peft", "safetensors"})
-"""Formats that hold model weights alone: sampler weights. Every other format is a training
-loop's save, listed as training state (`weights/`) whether or not its optimizer state has
-arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands."""
+"""Folder formats that hold model weights alone: sampler weights. Every other folder is a
+training loop's save, listed as training state (`weights/`) whether or not its optimizer state
+has arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands.
+A single file does not arrive in parts: its content says (`segment_of`)."""
 MAX_ID_BYTES = 200
 
 
@@ -33,7 +34,14 @@ def _is_safe(name: str) -> bool:
         check_name(name)
     except UnsafeNameError:
         return False
-    return len(name.encode("utf-8", "surrogateescape")) <= MAX_ID_BYTES
+    return len(name.encode("utf-8")) <= MAX_ID_BYTES
+
+
+def _cleaned(name: str) -> str:
+    """`name` made path-safe and UTF-8 (a byte of a file name that is not UTF-8 becomes
+    U+FFFD), for an id that a hash of the real name keeps unique."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
 
 
 def run_id_for(rel: str, reserved: Collection[str] = ()) -> str:
@@ -43,8 +51,7 @@ def run_id_for(rel: str, reserved: Collection[str] = ()) -> str:
     else:
         base = "__".join(rel.split("/"))
         if "__" in rel or base == ROOT_RUN_ID or not _is_safe(base) or base in reserved:
-            cleaned = base.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
-            base = f"{cleaned}-{_short_hash(rel)}"
+            base = f"{_cleaned(base)}-{_short_hash(rel)}"
     return base
 
 
@@ -52,8 +59,7 @@ def checkpoint_name(name: str) -> str:
     """A path-safe name for a checkpoint file or folder (hashed if it needs cleaning)."""
     if _is_safe(name):
         return name
-    cleaned = name.replace("\\", "_").replace("..", "_").lstrip(".")[:MAX_ID_BYTES]
-    return f"{cleaned}-{_short_hash(name)}"
+    return f"{_cleaned(name)}-{_short_hash(name)}"
 
 
 def _newest_first(found: FoundCheckpoint) -> tuple[int, int]:
@@ -97,12 +103,21 @@ def build_run(
     facts = mark_flags(checkpoints)
     items = []
     for found in sorted(checkpoints, key=lambda c: c.name):
-        segment = "sampler_weights" if found.format in WEIGHTS_ONLY_FORMATS else "weights"
+        segment = segment_of(found)
         items.append((f"{segment}/{checkpoint_name(found.name)}", found, facts[found.name]))
     watch = (path, *(c.location for c in checkpoints), *extra_watch)
     signature = tuple(_mtime(p) for p in watch)
     info = run_info(path, rel, checkpoints)
     return FoundRun(run_id, rel, path, info, items, watch, signature)
+
+
+def segment_of(found: FoundCheckpoint) -> str:
+    """`weights` (training state) or `sampler_weights` (weights alone) for a checkpoint: a
+    single file by its content (optimizer state in it or not: `torch.save(model.state_dict())`
+    is weights alone), a folder by its format (stable while its files arrive)."""
+    by_format = found.format in WEIGHTS_ONLY_FORMATS
+    weights_only = not found.training if found.single_file else by_format
+    return "sampler_weights" if weights_only else "weights"
 
 
 def _mtime(path: str) -> int | None:
