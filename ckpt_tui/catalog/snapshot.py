@@ -162,15 +162,16 @@ async def load_snapshot(
     on_partial: Callable[[Snapshot], None] | None = None,
     cache: RowCache | None = None,
     *,
-    own_logs_only: bool = False,
+    own_logs_only: bool,
 ) -> Snapshot:
     """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
 
     With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
     first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
     shares `cache`, so each re-join only builds rows for what is new.
-    `own_logs_only` (one of several backends): only the log dirs that name one of this
-    backend's runs join it; another backend's runs are not "missing" here.
+    `own_logs_only` (one of several backends open): only the log dirs that name one of this
+    backend's runs join it; another backend's runs are not "missing" here. It has no
+    default, so that no loader of several backends (the app's, `ls`'s, `prune`'s) forgets it.
     """
     cache = cache or RowCache(reused=False)
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
