@@ -1,9 +1,10 @@
 """The actions log: every change the app made to checkpoints, kept in a plain-text file in the
 user's state folder, and read back for what it says was deleted on purpose.
 
-The app appends one entry per action and backend (`SessionLog`, in the TUI); a join reads the
-deletions back, so that a checkpoint a training log names and the user deleted through
-ckpt-tui is not "missing" after a restart, in the app and in `ls` alike.
+The app appends one entry per action and backend (`SessionLog`, in the TUI), and `prune --yes`
+one per backend it deleted on; a join reads the deletions back, so that a checkpoint a training
+log names and the user deleted through ckpt-tui is not "missing" after a restart, in the app
+and in `ls` alike.
 
 An entry, as the file keeps it:
 
@@ -83,6 +84,17 @@ def entry_lines(entry: LogEntry) -> list[str]:
         line = f"  {outcome}  {item.path}  run {item.run}"
         lines.append(f"{line}  {item.message}" if item.message else line)
     return lines
+
+
+def append_entry(file: Path, entry: LogEntry) -> str | None:
+    """Append `entry` to the log `file`; None, or why it could not be written."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with file.open("a", encoding="utf-8") as out:
+            out.write("\n".join(entry_lines(entry)) + "\n\n")
+    except OSError as exc:
+        return f"could not write {file}: {exc.strerror or exc}"
+    return None
 
 
 HEADING = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  (\S+)  ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckpt_tui.catalog.actions_log import LogEntry, LogItem, entry_lines, state_log_file
+from ckpt_tui.catalog.actions_log import LogEntry, LogItem, append_entry, state_log_file
 
 __all__ = ["LogEntry", "LogItem", "SessionLog", "state_log_file"]
 
@@ -30,15 +30,7 @@ class SessionLog:
     def add(self, entry: LogEntry) -> str | None:
         """Keep `entry`; None, or why the file could not be written."""
         self.entries.append(entry)
-        if self.file is None:
-            return None
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            with self.file.open("a", encoding="utf-8") as out:
-                out.write("\n".join(entry_lines(entry)) + "\n\n")
-        except OSError as exc:
-            return f"could not write {self.file}: {exc.strerror or exc}"
-        return None
+        return None if self.file is None else append_entry(self.file, entry)
 
     def newest_first(self) -> list[LogEntry]:
         return list(reversed(self.entries))

@@ -76,3 +76,25 @@ def test_a_checkpoint_deleted_in_the_app_is_not_missing_after_a_restart(
     listed, missing_after = asyncio.run(after_a_restart(demo, row))
     assert not listed
     assert missing_after == missing_before
+
+
+def test_checkpoints_pruned_with_yes_are_not_missing_afterwards(
+    demo: ServedDemo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = ["--url", demo.url, "--log-dir", str(demo.paths.logs)]
+
+    def listing() -> Any:
+        assert main(["ls", *where, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    missing_before = listing()["totals"]["missing"]
+    prune = ["prune", *where, "--run", RUN, "--keep-last", "1", "--yes", "--json"]
+    assert main(prune) == 0
+    outcomes = json.loads(capsys.readouterr().out)["outcomes"]
+    deleted = {outcome["tinker_path"] for outcome in outcomes if outcome["ok"]}
+    assert deleted and all(path in state_log_file().read_text() for path in deleted)
+
+    after = listing()
+    listed = {c["tinker_path"] for run in after["runs"] for c in run["checkpoints"]}
+    assert not deleted & listed  # the training log names them; the server has them no more
+    assert after["totals"]["missing"] == missing_before
