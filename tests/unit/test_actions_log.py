@@ -58,3 +58,12 @@ def test_no_file_a_fifo_or_none_means_nothing_known(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.log"
     os.mkfifo(fifo)
     assert read_deleted_paths(fifo, BOX1) == set()  # refused, never a blocking open
+
+
+def test_what_is_appended_after_a_read_is_read_next_time(tmp_path: Path) -> None:
+    log = tmp_path / "actions.log"
+    log.write_text(log_text(delete(f"box1 ({BOX1})", LogItem(GONE, "sl/a", True))))
+    assert read_deleted_paths(log, BOX1) == {GONE}
+    with log.open("a") as out:
+        out.write(log_text(delete(f"box1 ({BOX1})", LogItem(OTHER, "sl/a", True))))
+    assert read_deleted_paths(log, BOX1) == {GONE, OTHER}
