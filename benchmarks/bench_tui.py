@@ -175,7 +175,9 @@ async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, 
 
     settings = LogDirSettings((), None)
     client = cast(CheckpointClient, source)
-    task = asyncio.ensure_future(load_snapshot(client, settings, None, on_partial, RowCache()))
+    task = asyncio.ensure_future(
+        load_snapshot(client, settings, None, on_partial, RowCache(), own_logs_only=False)
+    )
     await first_shown.wait()
     first = await FrameClock.since(source.first_page_at)
     snapshot = await task

@@ -98,6 +98,7 @@ async def load_backend(
     on_partial: Callable[[BackendState], None] | None = None,
     cache: RowCache | None = None,
     *,
+    own_logs_only: bool,
     costs: bool = True,
 ) -> BackendState:
     """One backend's new state: its snapshot (whole, or marked incomplete), rate and latency;
@@ -105,6 +106,7 @@ async def load_backend(
 
     `on_partial` sees a state with each partial snapshot while pages arrive. Without `costs`
     (a listing that shows none) the billing endpoint and the latency are not asked.
+    `own_logs_only`: one of several backends (see `load_snapshot`).
     """
     state = state or BackendState(connection.backend)
     if connection.problem is not None:
@@ -123,6 +125,7 @@ async def load_backend(
             settings,
             on_partial=partial,
             cache=cache or RowCache(connection.name, reused=False),
+            own_logs_only=own_logs_only,
         )
     except ClientError as exc:
         rate_task.cancel()
@@ -148,12 +151,14 @@ async def load_fleet(
     costs: bool = True,
 ) -> Fleet:
     """Every backend loaded concurrently; `on_change` sees the fleet each time one is in.
-    `costs`: see `load_backend`."""
+    `costs`: see `load_backend`. With several backends, a training log joins only the one
+    that holds its run, as in the app."""
     fleet = Fleet.loading(connection.backend for connection in connections)
+    several = len(connections) > 1
 
     async def one(connection: Connection) -> None:
         nonlocal fleet
-        state = await load_backend(connection, settings, costs=costs)
+        state = await load_backend(connection, settings, own_logs_only=several, costs=costs)
         fleet = fleet.with_backend(connection.name, state)
         if on_change is not None:
             on_change(fleet)

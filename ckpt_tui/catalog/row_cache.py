@@ -26,8 +26,9 @@ class RowCache:
         self.reused = reused
         self._kept = NO_ROWS
         self.deleted_here: set[str] = set()
-        """Paths this client deleted: a training log naming one does not make it "missing"
-        (the user knows where it went), in this join or any later one."""
+        """Paths deleted through ckpt-tui, in this session or before (the actions log, read by
+        `load_snapshot`): a training log naming one does not make it "missing" (the user
+        knows where it went), in this join or any later one."""
 
     def stored(
         self,

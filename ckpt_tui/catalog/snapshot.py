@@ -13,6 +13,7 @@ import msgspec
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
+from ckpt_tui.catalog.actions_log import read_deleted_paths, state_log_file
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import Page, unique_by
@@ -28,17 +29,25 @@ UNREADABLE = "unreadable"
 
 
 class LogDirSettings(msgspec.Struct, frozen=True, gc=False):
-    """Where to look for training logs: `--log-dir` folders, plus the cookbook's runs root."""
+    """Where to look for training logs: `--log-dir` folders, plus the cookbook's runs root;
+    and the actions log, whose deletions a training log's checkpoint is not "missing" for."""
 
     explicit: tuple[Path, ...] = ()
     runs_root: Path | None = None
+    actions_log: Path | None = None
+    """The app's actions log (`state_log_file`); None: no deletion is known from before."""
 
     @classmethod
     def from_args(
         cls, log_dirs: Sequence[str | Path], environ: Mapping[str, str] | None = None
     ) -> LogDirSettings:
         env = os.environ if environ is None else environ
-        return cls(tuple(Path(p) for p in log_dirs), default_runs_root(env))
+        return cls(tuple(Path(p) for p in log_dirs), default_runs_root(env), state_log_file(env))
+
+    def deleted_on(self, place: str) -> set[str]:
+        """The tinker paths the actions log says were deleted on the backend at `place`
+        (blocking file I/O: run it in a thread from async code)."""
+        return read_deleted_paths(self.actions_log, place)
 
     def nothing_found(self) -> str:
         """What to say when no log dir was found: where it looked and how to add one."""
@@ -164,18 +173,23 @@ async def load_snapshot(
     on_partial: Callable[[Snapshot], None] | None = None,
     cache: RowCache | None = None,
     *,
-    own_logs_only: bool = False,
+    own_logs_only: bool,
 ) -> Snapshot:
     """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
 
     With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
     first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
     shares `cache`, so each re-join only builds rows for what is new.
-    `own_logs_only` (one of several backends): only the log dirs that name one of this
-    backend's runs join it; another backend's runs are not "missing" here.
+    `own_logs_only` (one of several backends open): only the log dirs that name one of this
+    backend's runs join it; another backend's runs are not "missing" here. It has no
+    default, so that no loader of several backends (the app's, `ls`'s, `prune`'s) forgets it.
     """
     cache = cache or RowCache(reused=False)
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
+    # What the user deleted through ckpt-tui before is gone on purpose, not "missing".
+    deletions_task = asyncio.ensure_future(
+        asyncio.to_thread(settings.deleted_on, client.backend.display_url)
+    )
     # Runs and checkpoint pages are read side by side: each list waits on the network.
     runs_task = asyncio.ensure_future(
         client.read_all_training_runs(project_id=client.backend.project)
@@ -204,6 +218,8 @@ async def load_snapshot(
         if not runs_task.done():
             return  # a first look waits for the runs (whose error would end the load)
         runs = runs_task.result().items
+        if deletions_task.done():
+            cache.deleted_here.update(deletions_task.result())
         if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
             discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
             discovery = logs_of(discovery, runs, only, own_logs_only)
@@ -217,8 +233,10 @@ async def load_snapshot(
         infos = await fetch_weights_info(client, checkpoints)
         discovery = await discovery_task
         discovery = logs_of(discovery, run_listing.items, only, own_logs_only)
+        cache.deleted_here.update(await deletions_task)
     except BaseException:
         discovery_task.cancel()
+        deletions_task.cancel()
         runs_task.cancel()
         await asyncio.gather(runs_task, return_exceptions=True)
         raise

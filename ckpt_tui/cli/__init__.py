@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ckpt-tui {__version__}")
     options.add_global_options(parser, options.ALL, after_command=False)
     parser.set_defaults(func=tui.run, hard_exit=False)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=options.CommandParser
+    )
     for module in SUBCOMMANDS:
         module.register(subparsers)
     return parser

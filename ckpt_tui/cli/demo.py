@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ckpt_tui.catalog.actions_log import state_log_file
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import allocator, options
 from ckpt_tui.cli.common import connection_to, fail
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
-    settings = LogDirSettings((paths.logs,), runs_root=None)
+    settings = LogDirSettings((paths.logs,), runs_root=None, actions_log=state_log_file())
     connections = [
         connection_to(Backend.local(folder), name, readonly=args.readonly, storage_rate=rate)
         for name, folder in demo_backends(paths)

@@ -182,10 +182,33 @@ BACKEND = ("local", "url", "backend", "api_key", "no_tinker", "project", "log_di
 """What every command that talks to a backend accepts."""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: what it does not know is refused with its own usage.
+
+    argparse hands a subcommand's unknown arguments back to the main parser, which refuses
+    them with the main usage: `ckpt-tui ls --jsn` showed `ckpt-tui [-h] ... COMMAND ...`
+    instead of the `ls` options the person was typing.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed, unknown
+
+
 def add_global_options(
-    parser: argparse.ArgumentParser, dests: Sequence[str], *, after_command: bool
+    parser: argparse.ArgumentParser,
+    dests: Sequence[str],
+    *,
+    after_command: bool,
+    helps: Mapping[str, str] | None = None,
 ) -> None:
-    """Add the options named by `dests`: the main parser's copies, or a subcommand's."""
+    """Add the options named by `dests`: the main parser's copies, or a subcommand's.
+    `helps`: a command's own words for some of them, by dest (what `serve --help` says of
+    --storage-rate is not what the commands that read the config file say)."""
     groups: dict[str, Any] = {}
     for dest in dests:
         option = BY_DEST[dest]
@@ -196,6 +219,8 @@ def add_global_options(
                 groups[option.group] = parser.add_argument_group(option.group, description)
             target = groups[option.group]
         options = {**option.options, "default": argparse.SUPPRESS}
+        if helps and dest in helps:
+            options["help"] = helps[dest]
         if not option.switch:
             options.setdefault("metavar", option.dest.upper())
         options["dest"] = option.dest + (AFTER if after_command else BEFORE)

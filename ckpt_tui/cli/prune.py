@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ from ckpt_tui.backends import BackendState, Fleet
 from ckpt_tui.backends.identity import one_store_problem
 from ckpt_tui.backends.load import load_fleet
 from ckpt_tui.backends.resolve import Setup
+from ckpt_tui.catalog.actions_log import LogEntry, LogItem, append_entry
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import common, options
 from ckpt_tui.cli.common import (
@@ -211,8 +213,31 @@ async def prune(
         if job.execute:
             clients = {connection.name: connection.client for connection in connections}
             parts = list(await asyncio.gather(*(carry_out(p, clients[p.name]) for p in parts)))
+            places = {connection.name: connection.backend.describe() for connection in connections}
+            problems = [*problems, *log_deletions(parts, settings.actions_log, job.now, places)]
             result = Result(parts, described, problems)
     return result
+
+
+def log_deletions(
+    parts: Sequence[Part], file: Path | None, now: datetime, backends: Mapping[str, str]
+) -> list[str]:
+    """Each backend's deletions appended to the actions log, as the app appends its own (so a
+    checkpoint pruned on purpose is not "missing" later); why the log could not be written."""
+    problems: list[str] = []
+    for part in parts:
+        if file is None or part.plan is None or not part.outcomes:
+            continue
+        runs = {row.tinker_path: row.run_name for row in part.plan.to_delete}
+        items = [LogItem(o.target, runs.get(o.target, "?"), o.ok, o.message) for o in part.outcomes]
+        deleted = sum(item.ok for item in items)
+        failed = f"; {len(items) - deleted} failed" if deleted < len(items) else ""
+        summary = f"Deleted {deleted} of {len(items)}{failed} · prune"
+        entry = LogEntry(now, "delete", summary, items, backends[part.name])
+        problem = append_entry(file, entry)
+        if problem is not None:
+            problems.append(f"actions log: {problem}")
+    return problems
 
 
 async def carry_out(part: Part, client: CheckpointClient) -> Part:

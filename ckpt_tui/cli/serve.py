@@ -52,6 +52,14 @@ Ctrl-C.
 """
 
 
+SERVE_HELPS = {
+    "storage_rate": "USD per GiB-month: GET /api/v1/billing/usage/checkpoints/current answers "
+    "this store's checkpoint count and bytes at this rate, so clients cost its checkpoints by "
+    "it (without it, that endpoint answers 404 and clients show no cost for this server)",
+}
+"""serve's own words for options the other commands explain in terms of their backends."""
+
+
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve",
@@ -86,7 +94,9 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
     )
-    options.add_global_options(parser, ("readonly", "storage_rate"), after_command=True)
+    options.add_global_options(
+        parser, ("readonly", "storage_rate"), after_command=True, helps=SERVE_HELPS
+    )
     parser.set_defaults(func=run)
 
 

@@ -21,7 +21,6 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-import humanize
 import msgspec
 
 from ckpt_tui.timekeeping.dates import DateError, find_instant
@@ -150,24 +149,64 @@ def format_exact(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+SPAN_UNITS: tuple[tuple[int, str], ...] = tuple(
+    (size, unit) for unit, size in _UNITS.items() if unit != "w"
+)
+"""The units a span is said in, largest first: those a TTL is typed in (`format_duration`),
+but for weeks ('30d' reads better than '4w 2d')."""
+
+
+def describe_span(span: timedelta) -> str:
+    """'1d 21h': the span's largest unit and the next one down, rounded to that one.
+
+    Not humanize's `naturaldelta`, which says 'a day' for anything from 24 to 47 hours (a TTL
+    extended by 24 hours from 'in 21 hours' read 'in a day'). Short units keep it within the
+    table's Expires and Created columns: 'in 364d 23h' is the longest under 10 years.
+    """
+    seconds = abs(span.total_seconds())
+    if seconds < 0.5:
+        return "a moment"
+    index = _largest_unit(seconds)
+    step = SPAN_UNITS[min(index + 1, len(SPAN_UNITS) - 1)][0]
+    rounded = round(seconds / step) * step
+    index = _largest_unit(rounded)  # rounding may carry: 23h 59.6m is 1d
+    size, unit = SPAN_UNITS[index]
+    whole, rest = divmod(rounded, size)
+    parts = [f"{whole:,}{unit}"]
+    if rest and index + 1 < len(SPAN_UNITS):
+        smaller, smaller_unit = SPAN_UNITS[index + 1]
+        parts.append(f"{rest // smaller}{smaller_unit}")
+    return " ".join(parts)
+
+
+def _largest_unit(seconds: float) -> int:
+    """The index in SPAN_UNITS of the largest unit `seconds` holds at least once."""
+    for index, (size, _) in enumerate(SPAN_UNITS):
+        if seconds >= size:
+            return index
+    return len(SPAN_UNITS) - 1
+
+
 def describe_expiry(expires_at: datetime | None, now: datetime) -> str:
-    """'never', 'in 3 days' or 'expired 2 hours ago'."""
+    """'never', 'in 1d 21h' or 'expired 2h ago' (`describe_span`)."""
     if expires_at is None:
         return "never"
     delta = expires_at - now
     if delta.total_seconds() > 0:
-        return f"in {humanize.naturaldelta(delta)}"
-    return f"expired {humanize.naturaldelta(-delta)} ago"
+        return f"in {describe_span(delta)}"
+    return f"expired {describe_span(delta)} ago"
 
 
 ExpiryState = Literal["never", "expired", "soon", "later"]
 
 
 def format_created(created: datetime | None, now: datetime) -> str:
-    """'2 hours ago' (the past's counterpart of `describe_expiry`); '-' when not known."""
+    """'2h 5m ago' (the past's counterpart of `describe_expiry`, in its words); '-' when
+    not known."""
     if created is None:
         return "-"
-    return str(humanize.naturaltime(now - created))
+    span = describe_span(now - created)
+    return f"{span} ago" if created <= now else f"{span} from now"  # a clock set behind
 
 
 def expiry_state(expires_at: datetime | None, now: datetime) -> ExpiryState:

@@ -128,7 +128,7 @@ async def test_lists_rows_total_and_every_warning() -> None:
         await pilot.pause()
         text = screen_text(app)
     assert "Delete 4 checkpoints?" in text
-    assert "final" in text and "pub" in text and "2 days ago" in text and "1.0 GiB" in text
+    assert "final" in text and "pub" in text and "2d ago" in text and "1.0 GiB" in text
     assert "Frees 4.0 GiB" in text
     assert "1 is a final checkpoint" in text
     assert "1 is a resume point" in text

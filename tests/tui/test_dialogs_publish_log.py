@@ -70,7 +70,7 @@ async def test_session_log_lists_newest_first_with_failures_literally() -> None:
         assert "409: [conflict] in use" in text
         assert "✓ tinker://run-a/sampler_weights/final  sl/run-a" in text
         assert "on local store /data/ckpts" in text
-        assert "23:57:00" in text and "3 minutes ago" in text
+        assert "23:57:00" in text and "3m ago" in text
         await pilot.press("L")
         await pilot.pause()
     assert app.results == [None]

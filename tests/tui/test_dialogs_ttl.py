@@ -69,8 +69,8 @@ async def test_preview_shows_each_result_and_that_never_stays_never() -> None:
         await pilot.pause()
         preview = static_text(app, "#ttl-preview")
         assert "Extend by 7 days: 3 checkpoints" in static_text(app, "#ttl-summary")
-        assert "expired 5 hours ago" in preview and "2025-01-08 00:00 UTC" in preview
-        assert "in 2 days" in preview and "2025-01-10 00:00 UTC" in preview
+        assert "expired 5h ago" in preview and "2025-01-08 00:00 UTC" in preview
+        assert "in 2d" in preview and "2025-01-10 00:00 UTC" in preview
         assert "stays never" in preview
         await pilot.press("escape")
         await pilot.pause()

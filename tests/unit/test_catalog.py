@@ -11,7 +11,7 @@ from tests.support.demo_fixture import ServedDemo
 async def load(demo: ServedDemo) -> Catalog:
     settings = LogDirSettings((demo.paths.logs,), runs_root=None)
     async with CheckpointClient(Backend.remote(demo.url)) as client:
-        snapshot = await load_snapshot(client, settings)
+        snapshot = await load_snapshot(client, settings, own_logs_only=False)
     assert snapshot.problems == []
     return snapshot.catalog
 

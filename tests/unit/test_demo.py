@@ -131,7 +131,7 @@ def catalog(served: ServedDemo) -> Catalog:
     async def load() -> Catalog:
         async with CheckpointClient(Backend.remote(served.url)) as client:
             settings = LogDirSettings((served.paths.logs,), runs_root=None)
-            return (await load_snapshot(client, settings)).catalog
+            return (await load_snapshot(client, settings, own_logs_only=False)).catalog
 
     return asyncio.run(load())
 

@@ -15,8 +15,10 @@ from ckpt_tui.timekeeping.ttl import (
     Ttl,
     TtlError,
     describe_expiry,
+    describe_span,
     expiry_state,
     extend,
+    format_created,
     format_duration,
     format_exact,
     parse_duration,
@@ -114,8 +116,30 @@ def test_extend_never_stays_never_and_bounds_apply() -> None:
 
 def test_humanized_expiry() -> None:
     assert describe_expiry(None, NOW) == "never"
-    assert describe_expiry(NOW + timedelta(days=3), NOW) == "in 3 days"
-    assert describe_expiry(NOW - timedelta(hours=2), NOW) == "expired 2 hours ago"
+    assert describe_expiry(NOW + timedelta(days=3), NOW) == "in 3d"
+    assert describe_expiry(NOW - timedelta(hours=2), NOW) == "expired 2h ago"
+    assert format_created(NOW - timedelta(hours=45), NOW) == "1d 21h ago"
+
+
+@pytest.mark.parametrize(
+    ("span", "said"),
+    [
+        (timedelta(hours=45), "1d 21h"),  # humanize's naturaldelta: "a day"
+        (timedelta(hours=44, minutes=59, seconds=59), "1d 21h"),  # rounded, not cut
+        (timedelta(hours=20, minutes=59), "20h 59m"),
+        (timedelta(minutes=90, seconds=20), "1h 30m"),
+        (timedelta(hours=23, minutes=59, seconds=40), "1d"),  # rounding carries
+        (timedelta(days=29, hours=23, minutes=31), "30d"),
+        (timedelta(days=364, hours=22, minutes=40), "364d 23h"),
+        (timedelta(days=400), "1y 35d"),
+        (timedelta(seconds=59.6), "1m"),
+        (timedelta(seconds=5), "5s"),
+        (timedelta(seconds=0.2), "a moment"),
+        (-timedelta(hours=45), "1d 21h"),
+    ],
+)
+def test_a_span_is_said_in_two_units_rounded_to_the_smaller(span: timedelta, said: str) -> None:
+    assert describe_span(span) == said
 
 
 def test_exact_display() -> None:
