@@ -32,6 +32,7 @@ from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CredentialsError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url
+from ckpt_tui.client.secret import Secret
 
 TINKER = "tinker"
 
@@ -59,7 +60,8 @@ class Wanted(msgspec.Struct, frozen=True):
     locals: Sequence[str] = ()
     names: Sequence[str] = ()
     """--backend: only these of the config file ("tinker": the Tinker connection)."""
-    api_key: str | None = None
+    api_key: Secret | None = None
+    """--api-key, checked as it was read (ckpt_tui.cli.options)."""
     no_tinker: bool = False
     readonly: bool = False
     project: str | None = None

@@ -7,6 +7,7 @@ words (the `detail` of its JSON error body) when there was an answer.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _MAX_BODY_IN_MESSAGE = 300
+_MAX_LIBRARY_TEXT = 200
+_QUOTED = re.compile(r"""[bB]?(?:'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?)""")
+"""A quoted literal in a library's message (h11: "Illegal header value b'...'"), to its end."""
 
 
 class ClientError(Exception):
@@ -100,6 +104,15 @@ class ServerError(ApiError):
     """5xx after every retry."""
 
 
+def library_text(exc: BaseException) -> str:
+    """A library's (httpx, h11, the OS) words for `exc`, fit to show: every quoted value cut
+    out (h11 quotes the header it refused, key and all), control characters escaped, and
+    the length bounded ("" when it has none)."""
+    text = _QUOTED.sub("…", str(exc))
+    text = ascii(text)[1:-1] if not text.isprintable() else text
+    return text[:_MAX_LIBRARY_TEXT].strip()
+
+
 def decoded(
     response: httpx.Response, decoder: msgspec.json.Decoder[T], url: str, subject: str
 ) -> T:
@@ -164,4 +177,7 @@ def _auth_message(detail: str, url: str, credential: str | None) -> str:
             "api_key_file in the config file; for the Tinker connection also TINKER_API_KEY "
             "or `tinker auth login`"
         )
-    return f"{credential} was refused by {url}: {detail}"
+    return (
+        f"{credential} was refused by {url}: {detail}. Put the right key there and start "
+        "again: a retry (r) sends the same key"
+    )
