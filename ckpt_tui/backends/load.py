@@ -51,7 +51,7 @@ def what_to_do(exc: ClientError) -> str:
 
 def error_kind(exc: ClientError) -> ErrorKind:
     """'key refused' for a key the server refused (401), else 'unreachable'."""
-    return KEY_REFUSED if isinstance(exc, AuthError) else UNREACHABLE
+    return KEY_REFUSED if isinstance(exc, AuthError) and exc.key_sent else UNREACHABLE
 
 
 def failed_word(kind: ErrorKind) -> str:

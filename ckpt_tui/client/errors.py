@@ -75,7 +75,9 @@ class BadRequestError(ApiError):
 
 
 class AuthError(ApiError):
-    """401: no key, or the key was refused."""
+    """401: no key, or the key was refused (`key_sent`: a retry sends the same one)."""
+
+    key_sent: bool = False
 
 
 class ForbiddenError(ApiError):
@@ -153,7 +155,9 @@ def api_error(
 ) -> ApiError:
     """The typed error for an error status, with a message that names what went wrong."""
     if status == 401:
-        return AuthError(status, detail, _auth_message(detail, url, credential))
+        refused = AuthError(status, detail, _auth_message(detail, url, credential))
+        refused.key_sent = credential is not None
+        return refused
     if status == 429:
         message = f"{url} is rate limiting requests ({detail}); wait a moment and try again"
         return RateLimitedError(status, detail, message, retry_after)

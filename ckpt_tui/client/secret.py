@@ -11,7 +11,8 @@ HTTP header can carry as is. What is wrong is said without echoing the key.
 
 from __future__ import annotations
 
-REDACTED = "Secret('********')"
+HIDDEN = "********"
+"""What a Secret shows in its place (`str`, and so f-strings)."""
 
 
 class Secret:
@@ -27,9 +28,10 @@ class Secret:
         return self._value
 
     def __repr__(self) -> str:
-        return REDACTED
+        return f"Secret({HIDDEN!r})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return HIDDEN
 
     def __bool__(self) -> bool:
         return bool(self._value)

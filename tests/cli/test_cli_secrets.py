@@ -156,6 +156,14 @@ def test_a_non_ascii_api_key_option_is_refused_naming_the_option(boxes: Boxes) -
         assert b"--api-key" in output and b"not ASCII" in output
 
 
+def test_an_api_key_given_twice_differently_is_refused_without_either(boxes: Boxes) -> None:
+    first, second = f"tml-{MARKER}-one", f"tml-{MARKER}-two"
+    argv = ["--url", boxes.good, "--api-key", first, "ls", "--api-key", second]
+    code, output = boxes.run(*argv)
+    assert_never_shown(output, first, second)
+    assert code == 2 and b"--api-key was given twice with different values" in output
+
+
 @pytest.mark.parametrize("where", ["tinker_api_key", "api_key_file", "api_key_env", "command"])
 def test_a_non_ascii_key_from_the_environment_or_config_is_one_error_entry(
     boxes: Boxes, tmp_path: Path, where: str
