@@ -12,8 +12,9 @@
     local = "/data/ckpts"
 
 A key is never written in the file itself: `api_key_env` names an environment variable and
-`api_key_file` a file that holds it; both are read only when the backend is opened (a
-missing key is that backend's error, not the file's). Anything else wrong is a ConfigError
+`api_key_file` a file that holds it; both are read only when the backend is opened, and
+checked then (a missing key, or one no request can carry, is that backend's error, not the
+file's; the key is held as a Secret and never shown). Anything else wrong is a ConfigError
 naming the file, the line and key, and the fix.
 """
 

@@ -225,9 +225,9 @@ def _key_and_source(
     command: str | None,
 ) -> tuple[Secret | None, str | None]:
     if flag:
-        return usable_key(flag, "--api-key"), "--api-key flag"
+        return usable_key(flag, "the key of --api-key"), "--api-key flag"
     if env.get("TINKER_API_KEY"):
-        return usable_key(env["TINKER_API_KEY"], "$TINKER_API_KEY"), "TINKER_API_KEY"
+        return usable_key(env["TINKER_API_KEY"], "the key in $TINKER_API_KEY"), "TINKER_API_KEY"
     # As in the SDK, the stored default must not shadow the credential command.
     stored = None if command else read_default_key(credentials_path)
     if stored is None:
@@ -236,15 +236,15 @@ def _key_and_source(
     return key, source
 
 
-def usable_key(key: str | Secret, where: str) -> Secret:
-    """`key` (from `where`: "--api-key", "$TINKER_API_KEY", ...) checked as a Secret;
-    CredentialsError saying what is wrong, never what the key is."""
+def usable_key(
+    key: str | Secret, what: str, fix: str = "give the key exactly as it was issued"
+) -> Secret:
+    """`key` (`what`: "the key in $TINKER_API_KEY", ...) checked as a Secret;
+    CredentialsError saying what is wrong and `fix`, never what the key is."""
     try:
         return checked_key(key.reveal() if isinstance(key, Secret) else key)
     except UnusableKey as exc:
-        raise CredentialsError(
-            f"the key in {where} cannot be sent: {exc}; give the key exactly as it was issued"
-        ) from None
+        raise CredentialsError(f"{what} cannot be sent: {exc}; {fix}") from None
 
 
 def command_wanted(base_url: str, tinker_connection: bool) -> str:
@@ -313,7 +313,8 @@ def read_default_key(path: Path | None = None) -> tuple[str, Secret, str] | None
         return None
     name = str(record.get("name") or "")
     source = f"default key '{name}' in {shown}"
-    return name, usable_key(record["key"], source), source
+    key = usable_key(record["key"], f"the {source}", "run `tinker auth login` again")
+    return name, key, source
 
 
 def _parse_credentials(raw: bytes, shown: str) -> dict[str, Any]:

@@ -249,7 +249,9 @@ async def present(credential: Credential) -> Secret:
     """The credential's value now: the key, or what the command prints (run afresh, and
     checked as a key is: a header must carry it)."""
     if credential.command is not None:
-        return usable_key(await run_credential_cmd(credential.command), CREDENTIAL_CMD_ENV)
+        printed = f"what {CREDENTIAL_CMD_ENV} printed"
+        fix = "make it print the credential alone (run it in a shell to see)"
+        return usable_key(await run_credential_cmd(credential.command), printed, fix)
     assert credential.key is not None
     if jwt_expired(credential.key.reveal()):
         raise CredentialsError(

@@ -8,6 +8,7 @@ secret. The secrets hold a marker (`s3cret`) that no message has reason to conta
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -164,7 +165,9 @@ def test_an_api_key_given_twice_differently_is_refused_without_either(boxes: Box
     assert code == 2 and b"--api-key was given twice with different values" in output
 
 
-@pytest.mark.parametrize("where", ["tinker_api_key", "api_key_file", "api_key_env", "command"])
+@pytest.mark.parametrize(
+    "where", ["tinker_api_key", "api_key_file", "api_key_env", "command", "tinker_auth_login"]
+)
 def test_a_non_ascii_key_from_the_environment_or_config_is_one_error_entry(
     boxes: Boxes, tmp_path: Path, where: str
 ) -> None:
@@ -179,10 +182,17 @@ def test_a_non_ascii_key_from_the_environment_or_config_is_one_error_entry(
     elif where == "api_key_env":
         boxes.write_config('api_key_env = "OTHER_KEY"')
         env = {"OTHER_KEY": key}
-    else:
+    elif where == "command":
         boxes.write_config(None)
         command_line = f"cat {tmp_path / 'other.key'}"
         env = {"TINKER_BASE_URL": boxes.other, "TINKER_CREDENTIAL_CMD": command_line}
+    else:  # the default key `tinker auth login` stored
+        boxes.write_config(None)
+        stored = {"version": 1, "default": "me", "keys": {"me": {"name": "me", "key": key}}}
+        credentials = tmp_path / "home" / ".tinker" / "credentials.json"
+        credentials.parent.mkdir(parents=True)
+        credentials.write_text(json.dumps(stored))
+        env = {"TINKER_BASE_URL": boxes.other}
     for command in COMMANDS:
         code, output = boxes.run(*command, **env)
         assert_never_shown(output, key)
