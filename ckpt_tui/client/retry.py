@@ -29,7 +29,7 @@ from ckpt_tui.client.errors import (
     detail_of,
     library_text,
 )
-from ckpt_tui.client.secret import Secret
+from ckpt_tui.client.secret import HIDDEN, Secret
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -144,7 +144,7 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
     retry_after = _retry_after(response) if status in (429, 503) else None
     error = api_error(
         status,
-        detail_of(response.content, response.reason_phrase),
+        without_sent_key(detail_of(response.content, response.reason_phrase), response.request),
         url=target.display_url,
         subject=call.subject,
         credential=target.credential(),
@@ -152,6 +152,14 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
     )
     retryable = _should_retry(response)
     return _Failure(error, retryable, maybe_performed=status >= 500, retry_after=retry_after)
+
+
+def without_sent_key(text: str, request: httpx.Request) -> str:
+    """A server's words with the key that was sent it masked: a server that echoes the key
+    back ("bad key tml-...") must not make it show."""
+    if not request.headers.get(API_KEY_HEADER):
+        return text
+    return text.replace(request.headers[API_KEY_HEADER], HIDDEN)
 
 
 def _should_retry(response: httpx.Response) -> bool:

@@ -18,6 +18,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from ckpt_tui.cli import main
 from ckpt_tui.server import create_app
@@ -30,6 +34,31 @@ from tests.support.seed import seed_backend
 KEY = "tml-good-key-of-the-boxes"
 MARKER = "s3cret"
 COMMANDS = (["backends"], ["ls", "--json"], ["prune", "--keep-last", "1", "--json"])
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment of nothing but a temp home, no config file and no training logs."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "no-config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "TINKER_COOKBOOK_RUNS_DIR": str(tmp_path / "no-runs"),
+        **extra,
+    }
+
+
+def run_ckpt_tui(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+    """`ckpt-tui ARGV` in a process of its own: its exit code and every byte it wrote."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ckpt_tui", *argv],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
 
 
 @dataclass
@@ -51,14 +80,7 @@ class Boxes:
 
     def run(self, *argv: str, **env: str) -> tuple[int, bytes]:
         """The command's exit code and every byte it wrote (stdout, then stderr)."""
-        done = subprocess.run(
-            [sys.executable, "-m", "ckpt_tui", *argv],
-            env={**self.env, **env},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-        return done.returncode, done.stdout + done.stderr
+        return run_ckpt_tui(list(argv), {**self.env, **env})
 
 
 @pytest.fixture
@@ -70,15 +92,7 @@ def boxes(tmp_path: Path, clock: FixedClock) -> Iterator[Boxes]:
         seed_backend(good, "good", 2)
         config = tmp_path / "config-home" / "ckpt-tui" / "config.toml"
         config.parent.mkdir(parents=True)
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-            "HOME": str(tmp_path / "home"),
-            "XDG_CONFIG_HOME": str(config.parent.parent),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "TINKER_COOKBOOK_RUNS_DIR": str(tmp_path / "no-runs"),
-            "GOOD_KEY": KEY,
-        }
+        env = clean_env(tmp_path, XDG_CONFIG_HOME=str(config.parent.parent), GOOD_KEY=KEY)
         served_good = create_app(good, api_key=KEY, sweep_interval=None)
         served_other = create_app(other, api_key=KEY, sweep_interval=None)
         with run_server(served_good) as good_url, run_server(served_other) as other_url:
@@ -242,22 +256,10 @@ def test_a_url_server_asking_for_the_credential_command_says_how_to_give_it_one(
             store, api_key=KEY, sweep_interval=None, jwt=JwtIssuer(900), credential_cmd=True
         )
         with run_server(app) as url:
-            env = {
-                "PATH": os.environ.get("PATH", ""),
-                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-                "HOME": str(tmp_path / "home"),
-                "XDG_CONFIG_HOME": str(tmp_path / "no-config"),
-                "TINKER_CREDENTIAL_CMD": f"echo {KEY}",
-            }
-            done = subprocess.run(
-                [sys.executable, "-m", "ckpt_tui", "--no-tinker", "--url", url, "backends"],
-                env=env,
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
-    text = (done.stdout + done.stderr).decode()
-    assert done.returncode == 1 and "set TINKER_CREDENTIAL_CMD" not in text
+            env = clean_env(tmp_path, TINKER_CREDENTIAL_CMD=f"echo {KEY}")
+            code, output = run_ckpt_tui(["--no-tinker", "--url", url, "backends"], env)
+    text = output.decode()
+    assert code == 1 and "set TINKER_CREDENTIAL_CMD" not in text
     assert "for the Tinker connection only" in text and f"TINKER_BASE_URL={url}" in text
 
 
@@ -278,3 +280,24 @@ def test_a_library_error_that_quotes_the_key_is_shown_without_it(
         out, err = capsys.readouterr()
         assert_never_shown((out + err).encode(), key)
         assert code == 1 and "Illegal header value" in out + err
+
+
+async def refuse_quoting_the_key(request: Request) -> JSONResponse:
+    """A server that refuses every key by quoting it back (hostile, or only careless)."""
+    sent = request.headers.get("x-api-key", "")
+    return JSONResponse({"detail": f"the key {sent} is not ours"}, 401)
+
+
+ECHO_THE_KEY = Starlette(
+    routes=[Route("/{path:path}", refuse_quoting_the_key, methods=["GET", "POST", "DELETE"])]
+)
+
+
+def test_a_server_that_echoes_the_key_does_not_make_it_show(tmp_path: Path) -> None:
+    key = f"tml-{MARKER}-echoed"
+    with run_server(ECHO_THE_KEY) as url:
+        for command in COMMANDS:
+            argv = ["--no-tinker", "--url", url, "--api-key", key, *command]
+            code, output = run_ckpt_tui(argv, clean_env(tmp_path))
+            assert_never_shown(output, key)
+            assert code == 1 and b"is not ours" in output
