@@ -12,8 +12,9 @@
     local = "/data/ckpts"
 
 A key is never written in the file itself: `api_key_env` names an environment variable and
-`api_key_file` a file that holds it; both are read only when the backend is opened (a
-missing key is that backend's error, not the file's). Anything else wrong is a ConfigError
+`api_key_file` a file that holds it; both are read only when the backend is opened, and
+checked then (a missing key, or one no request can carry, is that backend's error, not the
+file's; the key is held as a Secret and never shown). Anything else wrong is a ConfigError
 naming the file, the line and key, and the fix.
 """
 
@@ -32,6 +33,7 @@ import msgspec
 from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import InvalidUrlError
 from ckpt_tui.client.endpoint import check_base_url
+from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_FILE_BYTES = 1 << 16
@@ -66,21 +68,24 @@ class ConfiguredBackend(msgspec.Struct, frozen=True, gc=False):
     problem: str | None = None
     """Why it cannot be opened (its url cannot work): shown as its error; the others open."""
 
-    def key(self, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    def key(self, env: Mapping[str, str]) -> tuple[Secret | None, str | None]:
         """(key, where it came from) as the config names it; (None, None) when it names none.
 
-        KeyProblem saying what to do when the variable is unset or the file unreadable.
+        KeyProblem saying what to do when the variable is unset, the file unreadable, or
+        the key one that no request can carry (never what the key is).
         """
         if self.api_key_env is not None:
-            key = env.get(self.api_key_env, "").strip()
-            if not key:
+            where = f"${self.api_key_env} (the api_key_env of {self.source})"
+            if not env.get(self.api_key_env, "").strip():
                 raise KeyProblem(
                     f"${self.api_key_env} is not set (the api_key_env of {self.source}): "
                     "export it with this backend's key, or change the config"
                 )
-            return key, f"${self.api_key_env}"
+            return sendable(env[self.api_key_env].strip(), where), f"${self.api_key_env}"
         if self.api_key_file is not None:
-            return read_key_file(self.api_key_file, self.source), str(self.api_key_file)
+            where = f"{self.api_key_file} (the api_key_file of {self.source})"
+            key = sendable(read_key_file(self.api_key_file, self.source), where)
+            return key, str(self.api_key_file)
         return None, None
 
 
@@ -220,6 +225,17 @@ def local_of(text: str, name: str, where: Locator) -> Path:
     if not folder.is_absolute():
         raise where.error(name, "local", "give the store folder's absolute path (or ~/...)")
     return folder
+
+
+def sendable(key: str, where: str) -> Secret:
+    """A key read from `where` as a Secret; KeyProblem saying what is wrong with it."""
+    try:
+        return checked_key(key)
+    except UnusableKey as exc:
+        raise KeyProblem(
+            f"the key in {where} cannot be sent: {exc}; put only this backend's key there, "
+            "exactly as it was issued"
+        ) from None
 
 
 def read_key_file(path: Path, source: str) -> str:

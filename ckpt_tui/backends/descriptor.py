@@ -8,6 +8,8 @@ from typing import Literal
 
 import msgspec
 
+from ckpt_tui.client.endpoint import without_user_info
+
 BackendKind = Literal["tinker", "url", "local"]
 """`tinker`: the connection the environment or `tinker auth login` gives; `url`: a checkpoint
 server named by --url or the config file; `local`: a store folder opened in-process."""
@@ -67,7 +69,7 @@ class Backend(msgspec.Struct, frozen=True):
     @property
     def place(self) -> str:
         """Where it is, for people: 'local store /data/ckpts', 'http://127.0.0.1:8751'."""
-        return f"local store {self.location}" if self.is_local else self.location
+        return f"local store {self.location}" if self.is_local else without_user_info(self.location)
 
     def describe(self) -> str:
         """Its name and place, for dialogs and "Deleting 3 checkpoints on box1 (...)"."""
@@ -77,4 +79,5 @@ class Backend(msgspec.Struct, frozen=True):
     def document(self) -> dict[str, str]:
         """Its JSON object in `ls --json` / `prune --json`: name, kind, and url or path."""
         where = "path" if self.is_local else "url"
-        return {"name": self.name, "kind": self.kind, where: self.location}
+        shown = self.location if self.is_local else without_user_info(self.location)
+        return {"name": self.name, "kind": self.kind, where: shown}

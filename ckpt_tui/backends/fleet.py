@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Literal
 
 import msgspec
 
@@ -20,6 +21,12 @@ from ckpt_tui.cost import MonthlyCost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, sum_totals
 
 NO_SIZE = SizeTotal(0, 0, 0, 0)
+
+ErrorKind = Literal["unreachable", "key refused"]
+"""How a backend's state names its error: `key refused` when it answered and refused the
+key (a retry sends the same key: the fix is where the key came from), else `unreachable`."""
+UNREACHABLE: ErrorKind = "unreachable"
+KEY_REFUSED: ErrorKind = "key refused"
 
 
 class BackendState(msgspec.Struct, frozen=True):
@@ -37,6 +44,8 @@ class BackendState(msgspec.Struct, frozen=True):
     rate: float | None = None
     """USD per GiB-month its costs use (None: no cost is shown)."""
     rate_source: RateSource = RATE_DEFAULT
+    error_kind: ErrorKind = UNREACHABLE
+    """What the error is, in two words, where the state is shown (header, `ls`)."""
 
     @property
     def name(self) -> str:

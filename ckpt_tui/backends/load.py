@@ -21,11 +21,12 @@ from ckpt_tui.backends.descriptor import (
     Backend,
     RateSource,
 )
-from ckpt_tui.backends.fleet import BackendState, Fleet
+from ckpt_tui.backends.fleet import KEY_REFUSED, UNREACHABLE, BackendState, ErrorKind, Fleet
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, load_snapshot
 from ckpt_tui.client import (
     ApiError,
+    AuthError,
     CheckpointClient,
     ClientError,
     ConnectionFailed,
@@ -46,6 +47,16 @@ def what_to_do(exc: ClientError) -> str:
     if isinstance(exc, (ConnectionFailed, Timeout)):
         return "if it is reached through an SSH tunnel, is the tunnel open?"
     return ""  # the client's own message already says what to do about a key
+
+
+def error_kind(exc: ClientError) -> ErrorKind:
+    """'key refused' for a key the server refused (401), else 'unreachable'."""
+    return KEY_REFUSED if isinstance(exc, AuthError) and exc.key_sent else UNREACHABLE
+
+
+def failed_word(kind: ErrorKind) -> str:
+    """How a listing marks a failed backend: 'FAILED', or 'KEY REFUSED'."""
+    return "FAILED" if kind == UNREACHABLE else kind.upper()
 
 
 def failure_text(exc: ClientError) -> str:
@@ -129,7 +140,7 @@ async def load_backend(
         )
     except ClientError as exc:
         rate_task.cancel()
-        return state.replace(error=failure_text(exc), complete=False)
+        return state.replace(error=failure_text(exc), error_kind=error_kind(exc), complete=False)
     except BaseException:
         rate_task.cancel()
         raise
@@ -179,6 +190,7 @@ class Status(msgspec.Struct, frozen=True):
     checkpoints: int | None = None
     rate: float | None = None
     rate_source: RateSource = RATE_DEFAULT
+    error_kind: ErrorKind = UNREACHABLE
 
     @property
     def reachable(self) -> bool:
@@ -198,7 +210,8 @@ async def probe(connection: Connection) -> Status:
         latency = time.perf_counter() - start
         runs = await client.list_training_runs(limit=1, project_id=client.backend.project)
     except ClientError as exc:
-        return Status(backend, client.describe(), failure_text(exc))
+        described = client.describe()
+        return Status(backend, described, failure_text(exc), error_kind=error_kind(exc))
     rate, source = await resolve_rate(connection)
     return Status(
         backend, client.describe(), None, latency, runs.total, checkpoints.total, rate, source

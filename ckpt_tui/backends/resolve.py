@@ -33,6 +33,7 @@ from ckpt_tui.backends.identity import PlaceKey, place_key, same_place_message
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CredentialsError, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url
+from ckpt_tui.client.secret import Secret
 
 TINKER = "tinker"
 
@@ -60,7 +61,8 @@ class Wanted(msgspec.Struct, frozen=True):
     locals: Sequence[str] = ()
     names: Sequence[str] = ()
     """--backend: only these of the config file ("tinker": the Tinker connection)."""
-    api_key: str | None = None
+    api_key: Secret | None = None
+    """--api-key, checked as it was read (ckpt_tui.cli.options)."""
     no_tinker: bool = False
     readonly: bool = False
     project: str | None = None
@@ -270,7 +272,10 @@ def check_unique(setups: Sequence[Setup]) -> None:
                 f"{backend.place}): give each its own name (--url NAME=URL, --local NAME=STORE)"
                 + (" or pass --no-tinker" if backend.name == TINKER else "")
             )
+        names[backend.name] = backend
+        if setup.problem is not None:
+            continue  # never opened (its error is shown instead), so it cannot act twice
         place = place_key(backend)
         if place in places:
             raise SetupError(same_place_message(places[place], backend))
-        names[backend.name] = places[place] = backend
+        places[place] = backend

@@ -11,7 +11,7 @@ import msgspec
 
 from ckpt_tui.backends.config import config_path
 from ckpt_tui.backends.identity import one_store_problem
-from ckpt_tui.backends.load import Status, probe
+from ckpt_tui.backends.load import Status, failed_word, probe
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
@@ -79,7 +79,7 @@ def rate_text(status: Status) -> str:
 
 def cells(status: Status) -> list[str]:
     backend = status.backend
-    state = "reachable" if status.reachable else "FAILED"
+    state = "reachable" if status.reachable else failed_word(status.error_kind)
     if backend.readonly:
         state += ", read-only"
     number = "-" if status.checkpoints is None else f"{status.checkpoints:,}"
@@ -104,6 +104,7 @@ def status_document(status: Status) -> dict[str, Any]:
         "readonly": status.backend.readonly,
         "reachable": status.reachable,
         "error": status.error,
+        "error_kind": None if status.reachable else status.error_kind,
         "latency_ms": latency,
         "runs": status.runs,
         "checkpoints": status.checkpoints,

@@ -13,7 +13,7 @@ import msgspec
 
 from ckpt_tui.backends import BackendState, Fleet
 from ckpt_tui.backends.identity import one_store_problem
-from ckpt_tui.backends.load import load_fleet
+from ckpt_tui.backends.load import failed_word, load_fleet
 from ckpt_tui.backends.resolve import Setup
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
@@ -155,7 +155,7 @@ def text_lines(loaded: Loaded, chosen: Sequence[RunSummary], now: datetime) -> l
         total = totals[state.name]
         where = f"== {state.name}: {loaded.described[state.name]}"
         if state.error is not None:
-            lines += [f"{where}: FAILED ==", f"  {state.error}", ""]
+            lines += [f"{where}: {failed_word(state.error_kind)} ==", f"  {state.error}", ""]
             continue
         count = f"{total.checkpoints} checkpoints, {format_total(total.size)}"
         lines += [f"{where}: {len(runs)} runs, {count} =="]

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
 from ckpt_tui.cost import STORAGE_RATE_ENV
 
 READONLY_ENV = "CKPT_TUI_READONLY"
@@ -48,6 +49,17 @@ def poll_seconds(text: str) -> float:
     if not seconds >= 0 or seconds == float("inf"):
         raise argparse.ArgumentTypeError(f"must be 0 (off) or a number of seconds, got {text!r}")
     return seconds
+
+
+def api_key(text: str) -> Secret:
+    """--api-key: a key a header can carry, held as a Secret; refused saying what is wrong,
+    never what the key is (argparse would quote a value a ValueError refuses)."""
+    try:
+        return checked_key(text.strip())
+    except UnusableKey as exc:
+        raise argparse.ArgumentTypeError(
+            f"the key cannot be sent: {exc}; give the key exactly as it was issued"
+        ) from None
 
 
 def project_id(text: str) -> str:
@@ -105,8 +117,9 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
         "--api-key",
         CONNECT,
         {
+            "type": api_key,
             "help": "the key of the one --url; with no --url, of the Tinker connection (else "
-            "$TINKER_API_KEY, else the default key of `tinker auth login`)"
+            "$TINKER_API_KEY, else the default key of `tinker auth login`)",
         },
     ),
     GlobalOption(

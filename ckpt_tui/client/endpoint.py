@@ -7,7 +7,10 @@ Resolution order (`resolve_backend`):
    the default key that `tinker auth login` stored in `~/.tinker/credentials.json`.
    `$TINKER_CREDENTIAL_CMD` is kept too: the server's client config may demand it, and it is
    the fallback when no key is given (see `Backend.credential`).
-Empty values count as unset (as in the SDK). The key is never part of `repr`/`str`.
+Empty values count as unset (as in the SDK). A key is checked as it is read (printable
+ASCII, see ckpt_tui.client.secret) and held as a `Secret`: it is never part of a `repr`,
+`str` or message. A URL with user info (`http://user:password@host`) is refused: a key goes
+in --api-key, TINKER_API_KEY or the config file, never in a URL that messages show.
 
 How the key is then used (sent as is, or exchanged for JWTs) is settled at start-up by
 ckpt_tui.client.session, as the SDK does.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ import msgspec
 
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV
 from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
+from ckpt_tui.client.secret import Secret, UnusableKey, as_secret, checked_key
 from ckpt_tui.client.tokens import is_jwt
 
 DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
@@ -56,7 +61,7 @@ class Credential(msgspec.Struct, frozen=True, gc=False):
 
     source: str
     """Where it comes from, for people: `--api-key flag`, `TINKER_CREDENTIAL_CMD`, ..."""
-    key: str | None = None
+    key: Secret | None = None
     command: str | None = None
 
     def __repr__(self) -> str:
@@ -82,11 +87,14 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
     """
 
     base_url: str
-    api_key: str | None = None
+    api_key: Secret | None = None
     key_source: str | None = None
     local_store: Path | None = None
     credential_cmd: str | None = None
     project: str | None = None
+    tinker_connection: bool = False
+    """The environment's Tinker connection (`resolve_backend`): the only one that runs
+    `$TINKER_CREDENTIAL_CMD`."""
 
     def __repr__(self) -> str:  # never the key or the credential command
         return (
@@ -98,21 +106,24 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
     def remote(
         cls,
         base_url: str,
-        api_key: str | None = None,
+        api_key: str | Secret | None = None,
         key_source: str | None = None,
         *,
         credential_cmd: str | None = None,
         project: str | None = None,
+        tinker_connection: bool = False,
     ) -> Backend:
         """A server at `base_url` (a trailing `/` is dropped)."""
-        if api_key and key_source is None:
+        key = as_secret(api_key)
+        if key and key_source is None:
             key_source = "the given API key"
         return cls(
             base_url.rstrip("/"),
-            api_key or None,
+            key,
             key_source if api_key else None,
             credential_cmd=credential_cmd or None,
             project=project or None,
+            tinker_connection=tinker_connection,
         )
 
     def credential(self, *, command_required: bool = False) -> Credential | None:
@@ -124,15 +135,12 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
         command is the fallback. None: nothing is configured.
         """
         key = self.api_key
-        if key and is_jwt(key):
+        if key and is_jwt(key.reveal()):
             return Credential(self.key_source or "the given API key", key)
         command = Credential(CREDENTIAL_CMD_ENV, command=self.credential_cmd)
         if command_required:
             if self.credential_cmd is None:
-                raise CredentialsError(
-                    f"{self.base_url} requires dynamic credentials: set {CREDENTIAL_CMD_ENV} "
-                    "to a command that prints a valid credential"
-                )
+                raise CredentialsError(command_wanted(self.base_url, self.tinker_connection))
             return command
         if key:
             return Credential(self.key_source or "the given API key", key)
@@ -192,7 +200,7 @@ def resolve_backend(
     *,
     local: str | Path | None = None,
     url: str | None = None,
-    api_key: str | None = None,
+    api_key: str | Secret | None = None,
     env: Mapping[str, str] | None = None,
     credentials_path: Path | None = None,
     project: str | None = None,
@@ -205,16 +213,21 @@ def resolve_backend(
     check_base_url(base_url, "--url" if url else "TINKER_BASE_URL")
     command = env.get(CREDENTIAL_CMD_ENV) or None
     key, source = _key_and_source(api_key, env, credentials_path, command)
-    return Backend.remote(base_url, key, source, credential_cmd=command, project=project)
+    return Backend.remote(
+        base_url, key, source, credential_cmd=command, project=project, tinker_connection=True
+    )
 
 
 def _key_and_source(
-    flag: str | None, env: Mapping[str, str], credentials_path: Path | None, command: str | None
-) -> tuple[str | None, str | None]:
+    flag: str | Secret | None,
+    env: Mapping[str, str],
+    credentials_path: Path | None,
+    command: str | None,
+) -> tuple[Secret | None, str | None]:
     if flag:
-        return flag, "--api-key flag"
+        return usable_key(flag, "the key of --api-key"), "--api-key flag"
     if env.get("TINKER_API_KEY"):
-        return env["TINKER_API_KEY"], "TINKER_API_KEY"
+        return usable_key(env["TINKER_API_KEY"], "the key in $TINKER_API_KEY"), "TINKER_API_KEY"
     # As in the SDK, the stored default must not shadow the credential command.
     stored = None if command else read_default_key(credentials_path)
     if stored is None:
@@ -223,11 +236,55 @@ def _key_and_source(
     return key, source
 
 
+def usable_key(
+    key: str | Secret, what: str, fix: str = "give the key exactly as it was issued"
+) -> Secret:
+    """`key` (`what`: "the key in $TINKER_API_KEY", ...) checked as a Secret;
+    CredentialsError saying what is wrong and `fix`, never what the key is."""
+    try:
+        return checked_key(key.reveal() if isinstance(key, Secret) else key)
+    except UnusableKey as exc:
+        raise CredentialsError(f"{what} cannot be sent: {exc}; {fix}") from None
+
+
+def command_wanted(base_url: str, tinker_connection: bool) -> str:
+    """What to do when a server demands a credential from the command and has none."""
+    if tinker_connection:
+        return (
+            f"{base_url} requires dynamic credentials: set {CREDENTIAL_CMD_ENV} to a command "
+            "that prints a valid credential"
+        )
+    return (
+        f"{base_url} asks for a credential from {CREDENTIAL_CMD_ENV}: ckpt-tui runs that "
+        "command for the Tinker connection only (so its credential never goes to another "
+        f"server); to use it with this server, make it the Tinker connection: "
+        f"TINKER_BASE_URL={base_url} {CREDENTIAL_CMD_ENV}=CMD ckpt-tui, with no --url and "
+        "no config entry for it"
+    )
+
+
+USER_INFO = re.compile(r"^([^:/?#]*:?//)[^/?#]*@")
+"""A URL whose authority holds user info (`http://user:password@host`)."""
+
+
+def without_user_info(url: str) -> str:
+    """`url` as it may be shown: `http://user:password@host/` as `http://host/`. (Such a
+    URL is refused as it is given; this keeps any that slips by off the screen.)"""
+    return USER_INFO.sub(r"\1", url, count=1)
+
+
 def check_base_url(url: str, source: str = "the server URL") -> None:
     """InvalidUrlError unless `url` is http:// or https:// with a host, a port from 1 to
-    65535 (or none) and no control character (`source` names where it came from, e.g.
-    "--url"): each of those would otherwise fail deep inside the connection, for every
-    backend at once."""
+    65535 (or none), no control character and no user info (`source` names where it came
+    from, e.g. "--url"): each of those would otherwise fail deep inside the connection, for
+    every backend at once. A URL with user info is refused without being quoted: it may hold a
+    password."""
+    if USER_INFO.match(url.strip()):
+        raise InvalidUrlError(
+            f"the URL from {source} holds a user name or password (user:password@host): "
+            "give the URL without it, and the key with --api-key, api_key_env or "
+            "api_key_file in the config file, or TINKER_API_KEY"
+        )
     problem = url_problem(url)
     if problem is not None:
         raise InvalidUrlError(f"{url!r} (from {source}) is not a server URL: {problem}")
@@ -263,7 +320,7 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:
+def read_default_key(path: Path | None = None) -> tuple[str, Secret, str] | None:
     """(name, key, source) of the stored default key; None when there is none.
 
     A missing or unreadable file means no key; a file that is not the SDK's format raises
@@ -279,7 +336,9 @@ def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:
     if record is None:
         return None
     name = str(record.get("name") or "")
-    return name, record["key"], f"default key '{name}' in {shown}"
+    source = f"default key '{name}' in {shown}"
+    key = usable_key(record["key"], f"the {source}", "run `tinker auth login` again")
+    return name, key, source
 
 
 def _parse_credentials(raw: bytes, shown: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ words (the `detail` of its JSON error body) when there was an answer.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _MAX_BODY_IN_MESSAGE = 300
+_MAX_LIBRARY_TEXT = 200
+_QUOTED = re.compile(r"""[bB]?(?:'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?)""")
+"""A quoted literal in a library's message (h11: "Illegal header value b'...'"), to its end."""
 
 
 class ClientError(Exception):
@@ -71,7 +75,9 @@ class BadRequestError(ApiError):
 
 
 class AuthError(ApiError):
-    """401: no key, or the key was refused."""
+    """401: no key, or the key was refused (`key_sent`: a retry sends the same one)."""
+
+    key_sent: bool = False
 
 
 class ForbiddenError(ApiError):
@@ -103,6 +109,15 @@ class ServerError(ApiError):
 class InsufficientStorageError(ServerError):
     """507: the server's disk had no room for the change (full, over quota, read-only); the
     change was not made, and trying again will not help until space is freed."""
+
+
+def library_text(exc: BaseException) -> str:
+    """A library's (httpx, h11, the OS) words for `exc`, fit to show: every quoted value cut
+    out (h11 quotes the header it refused, key and all), control characters escaped, and
+    the length bounded ("" when it has none)."""
+    text = _QUOTED.sub("…", str(exc))
+    text = ascii(text)[1:-1] if not text.isprintable() else text
+    return text[:_MAX_LIBRARY_TEXT].strip()
 
 
 def decoded(
@@ -145,7 +160,9 @@ def api_error(
 ) -> ApiError:
     """The typed error for an error status, with a message that names what went wrong."""
     if status == 401:
-        return AuthError(status, detail, _auth_message(detail, url, credential))
+        refused = AuthError(status, detail, _auth_message(detail, url, credential))
+        refused.key_sent = credential is not None
+        return refused
     if status == 429:
         message = f"{url} is rate limiting requests ({detail}); wait a moment and try again"
         return RateLimitedError(status, detail, message, retry_after)
@@ -172,4 +189,7 @@ def _auth_message(detail: str, url: str, credential: str | None) -> str:
             "api_key_file in the config file; for the Tinker connection also TINKER_API_KEY "
             "or `tinker auth login`"
         )
-    return f"{credential} was refused by {url}: {detail}"
+    return (
+        f"{credential} was refused by {url}: {detail}. Put the right key there and start "
+        "again: a retry (r) sends the same key"
+    )

@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 
+from ckpt_tui.client.endpoint import API_KEY_HEADER
 from ckpt_tui.client.errors import (
     ClientError,
     ConnectionFailed,
     Timeout,
     api_error,
     detail_of,
+    library_text,
 )
+from ckpt_tui.client.secret import HIDDEN, Secret
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -58,7 +61,8 @@ class Call(msgspec.Struct, frozen=True):
     params: dict[str, Any] | None = None
     body: Any = None
     done_if_retried: frozenset[int] = frozenset()
-    headers: Mapping[str, str] | None = None
+    key: Secret | None = None
+    """Sent in `X-API-Key` instead of the session's auth (the start-up calls)."""
     authenticated: bool = True
     """False: sent without the client's session auth (start-up calls, the health check)."""
 
@@ -70,6 +74,19 @@ class Target(msgspec.Struct, frozen=True):
 
     display_url: str
     credential: Callable[[], str | None] = lambda: None
+
+
+class KeyHeader(httpx.Auth):
+    """Sends one key in `X-API-Key` (a start-up call's credential): the key is revealed only
+    into the request's headers, never into an argument or a local of the callers' frames."""
+
+    def __init__(self, header: str, key: Secret) -> None:
+        self._header = header
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers[self._header] = self._key.reveal()
+        yield request
 
 
 class _Failure(msgspec.Struct):
@@ -110,8 +127,13 @@ async def _attempt(
             call.path,
             params=call.params,
             json=call.body,
-            headers=call.headers,
-            auth=httpx.USE_CLIENT_DEFAULT if call.authenticated else None,
+            auth=(
+                KeyHeader(API_KEY_HEADER, call.key)
+                if call.key is not None
+                else httpx.USE_CLIENT_DEFAULT
+                if call.authenticated
+                else None
+            ),
         )
     except httpx.TransportError as exc:
         return _transport_failure(exc, call, target)
@@ -122,7 +144,7 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
     retry_after = _retry_after(response) if status in (429, 503) else None
     error = api_error(
         status,
-        detail_of(response.content, response.reason_phrase),
+        without_sent_key(detail_of(response.content, response.reason_phrase), response.request),
         url=target.display_url,
         subject=call.subject,
         credential=target.credential(),
@@ -130,6 +152,14 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
     )
     retryable = _should_retry(response)
     return _Failure(error, retryable, maybe_performed=status >= 500, retry_after=retry_after)
+
+
+def without_sent_key(text: str, request: httpx.Request) -> str:
+    """A server's words with the key that was sent it masked: a server that echoes the key
+    back ("bad key tml-...") must not make it show."""
+    if not request.headers.get(API_KEY_HEADER):
+        return text
+    return text.replace(request.headers[API_KEY_HEADER], HIDDEN)
 
 
 def _should_retry(response: httpx.Response) -> bool:
@@ -150,25 +180,25 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 def _transport_failure(exc: httpx.TransportError, call: Call, target: Target) -> _Failure:
-    url = target.display_url
+    url, said = target.display_url, library_text(exc)
     if isinstance(exc, httpx.ConnectTimeout):
         message = f"could not connect to {url}: no answer to the connection attempt"
-        return _Failure(ConnectionFailed(message, detail=str(exc)), True, False)
+        return _Failure(ConnectionFailed(message, detail=said), True, False)
     if isinstance(exc, httpx.ConnectError):
-        message = f"could not connect to {url}: {_connect_reason(exc)}{_hint(url)}"
-        return _Failure(ConnectionFailed(message, detail=str(exc)), True, False)
+        message = f"could not connect to {url}: {_connect_reason(said)}{_hint(url)}"
+        return _Failure(ConnectionFailed(message, detail=said), True, False)
     if isinstance(exc, httpx.TimeoutException):
         message = (
             f"{url} did not answer {call.subject} in time ({type(exc).__name__}); "
             "try again, or raise the timeout"
         )
-        return _Failure(Timeout(message, detail=str(exc)), False, True)
-    message = f"the connection to {url} was lost during {call.subject}: {exc or type(exc).__name__}"
-    return _Failure(ConnectionFailed(message, detail=str(exc)), True, True)
+        return _Failure(Timeout(message, detail=said), False, True)
+    reason = said or type(exc).__name__
+    message = f"the connection to {url} was lost during {call.subject}: {reason}"
+    return _Failure(ConnectionFailed(message, detail=said), True, True)
 
 
-def _connect_reason(exc: httpx.ConnectError) -> str:
-    text = str(exc)
+def _connect_reason(text: str) -> str:
     if "refused" in text.lower() or "all connection attempts failed" in text.lower():
         return "connection refused"
     return text or "connection failed"

@@ -34,7 +34,7 @@ import msgspec
 
 from ckpt_tui.api_types import AuthToken, ClientConfig
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV, run_credential_cmd
-from ckpt_tui.client.endpoint import API_KEY_HEADER, Backend, Credential
+from ckpt_tui.client.endpoint import API_KEY_HEADER, Backend, Credential, usable_key
 from ckpt_tui.client.errors import (
     AuthError,
     BadResponse,
@@ -44,6 +44,7 @@ from ckpt_tui.client.errors import (
     decoded,
 )
 from ckpt_tui.client.retry import Call
+from ckpt_tui.client.secret import Secret
 from ckpt_tui.client.tokens import Jwt, jwt_expired
 
 SDK_VERSION = "0.38.0"
@@ -118,15 +119,15 @@ class Session(httpx.Auth):
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         sent = await self.credential()
         if sent is not None:
-            request.headers[API_KEY_HEADER] = sent
+            request.headers[API_KEY_HEADER] = sent.reveal()
         response = yield request
         if sent is None or not self.uses_jwt or not is_invalid_token(response):
             return
         await response.aread()  # free the connection before the exchange
-        request.headers[API_KEY_HEADER] = await self._replace(sent)
+        request.headers[API_KEY_HEADER] = (await self._replace(sent)).reveal()
         yield request
 
-    async def credential(self) -> str | None:
+    async def credential(self) -> Secret | None:
         """What to send in `X-API-Key` now (None: nothing); starts up on first use."""
         await self._start_once()
         if self._exchanged is not None:
@@ -160,11 +161,11 @@ class Session(httpx.Auth):
 
     async def _client_config(self) -> ClientConfig:
         credential = self.backend.credential()
-        headers = {} if credential is None else {API_KEY_HEADER: await present(credential)}
         body = {"sdk_version": SDK_VERSION}
         call = Call(
             "POST", CLIENT_CONFIG_PATH, "the client configuration", body=body,
-            headers=headers, authenticated=False,
+            key=None if credential is None else await present(credential),
+            authenticated=False,
         )  # fmt: skip
         description = None if credential is None else credential.description
         try:
@@ -174,7 +175,7 @@ class Session(httpx.Auth):
         return decoded(response, _CLIENT_CONFIG, self.backend.display_url, call.subject)
 
     # --- JWTs --------------------------------------------------------------------------------
-    async def _current_jwt(self) -> str:
+    async def _current_jwt(self) -> Secret:
         token = self._token
         if token is not None and not token.near_expiry(self._clock()):
             return token.value
@@ -191,7 +192,7 @@ class Session(httpx.Auth):
                     return token.value  # still valid: the server decides
                 raise
 
-    async def _replace(self, rejected: str) -> str:
+    async def _replace(self, rejected: Secret) -> Secret:
         """A JWT other than `rejected`; one exchange however many calls it failed at once."""
         if self._token is not None and self._token.value != rejected:
             return self._token.value
@@ -203,15 +204,14 @@ class Session(httpx.Auth):
     async def _fetch(self) -> Jwt:
         """Trade the credential for a JWT (callers hold the refresh lock)."""
         assert self._exchanged is not None
-        credential = await present(self._exchanged)
         call = Call(
             "POST", TOKEN_PATH, "the JWT exchange", body={},
-            headers={API_KEY_HEADER: credential}, authenticated=False,
+            key=await present(self._exchanged), authenticated=False,
         )  # fmt: skip
         response = await self._control(call, self._exchanged.description)
         answer = decoded(response, _AUTH_TOKEN, self.backend.display_url, call.subject)
         try:
-            token = Jwt.received_now(answer.jwt, self._clock())
+            token = Jwt.received_now(Secret(answer.jwt), self._clock())
         except ValueError as exc:
             message = f"{self.backend.display_url} answered {call.subject} without a usable JWT"
             raise BadResponse(message, detail=str(exc)) from None
@@ -245,12 +245,15 @@ class Session(httpx.Auth):
                 await task
 
 
-async def present(credential: Credential) -> str:
-    """The credential's value now: the key, or what the command prints (run afresh)."""
+async def present(credential: Credential) -> Secret:
+    """The credential's value now: the key, or what the command prints (run afresh, and
+    checked as a key is: a header must carry it)."""
     if credential.command is not None:
-        return await run_credential_cmd(credential.command)
+        printed = f"what {CREDENTIAL_CMD_ENV} printed"
+        fix = "make it print the credential alone (run it in a shell to see)"
+        return usable_key(await run_credential_cmd(credential.command), printed, fix)
     assert credential.key is not None
-    if jwt_expired(credential.key):
+    if jwt_expired(credential.key.reveal()):
         raise CredentialsError(
             f"{credential.description} is a JWT that has expired: pass a fresh one, or remove "
             f"it and set {CREDENTIAL_CMD_ENV} to a command that prints one"

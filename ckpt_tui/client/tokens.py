@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from ckpt_tui.client.secret import Secret, key_problem
+
 REFRESH_SHARE = (0.45, 0.55)
 NEAR_EXPIRY_SECONDS = 60.0
 NEAR_EXPIRY_SHARE = 0.1
@@ -51,7 +53,7 @@ def jwt_expired(credential: str, now: float | None = None) -> bool:
 class Jwt(msgspec.Struct, frozen=True, gc=False):
     """A token the server handed out, and when it arrived (monotonic seconds)."""
 
-    value: str
+    value: Secret
     lifetime: float
     received: float
 
@@ -59,9 +61,13 @@ class Jwt(msgspec.Struct, frozen=True, gc=False):
         return f"Jwt(lifetime={self.lifetime!r}, received={self.received!r})"
 
     @classmethod
-    def received_now(cls, value: str, now: float) -> Jwt:
-        """ValueError when the token has no usable `iat` and `exp`."""
-        claims = unverified_claims(value)
+    def received_now(cls, value: Secret, now: float) -> Jwt:
+        """ValueError when the token has no usable `iat` and `exp`, or a header cannot
+        carry it."""
+        problem = key_problem(value.reveal())
+        if problem is not None:
+            raise ValueError(f"the JWT cannot be sent: {problem}")
+        claims = unverified_claims(value.reveal())
         issued, expires = claims.get("iat"), claims.get("exp")
         if not isinstance(issued, (int, float)) or not isinstance(expires, (int, float)):
             raise ValueError("the JWT has no numeric iat and exp claims")

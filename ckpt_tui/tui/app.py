@@ -106,6 +106,21 @@ class CkptApp(App[None]):
         if quit_now:
             self.exit()
 
+    def _fatal_error(self) -> None:
+        """A crash's traceback, printed as the app exits: without the frames' local values.
+
+        Textual's own shows them (`Traceback(show_locals=True)`, with no setting to turn it
+        off), and a frame's locals may hold a key, a URL or a file's contents, none of which
+        may ever reach the terminal. This overrides that one private method; the rest goes
+        through the public `panic`. tests/tui/test_tui_secrets.py fails should it stop being
+        called.
+        """
+        import rich
+        from rich.traceback import Traceback
+
+        self.bell()
+        self.panic(Traceback(show_locals=False, width=None, suppress=[rich]))
+
     async def on_unmount(self) -> None:
         """Close every client here, on the loop that used them (closing twice is harmless)."""
         for connection in self.connections.values():

@@ -111,7 +111,7 @@ def badge(state: BackendState, loading: bool, form: int) -> str:
     form 1 'box1 ✓', form 2 'box1'."""
     name = state.name + (" ro" if state.backend.readonly and form == 0 else "")
     if state.error is not None:
-        return f"{name} ✗" + (" unreachable" if form == 0 else "")
+        return f"{name} ✗" + (f" {state.error_kind}" if form == 0 else "")
     if state.snapshot is None or (loading and not state.complete):
         return name if form == 2 else f"{name} …" + (" loading" if form == 0 else "")
     if form == 2:
@@ -189,6 +189,8 @@ class StatusFacts:
     """Which backends' lists are not whole: '' when all are, 'the list' with one backend."""
     errors: tuple[tuple[str, str], ...] = ()
     """Each failed backend's name and error; with one backend open, its name is ''."""
+    refused: tuple[str, ...] = ()
+    """Those of `errors` whose key was refused (a retry cannot help), by the same names."""
 
 
 def loading_text(facts: StatusFacts) -> str:
@@ -228,6 +230,9 @@ def status_text(facts: StatusFacts) -> Text:
         )
     for name, error in facts.errors:
         text.append("  │  ")
-        where = f"{name} failed" if name else "Backend error"
-        text.append(f"{where} (r retries): {error}", style="bold red")
+        if name in facts.refused:
+            where = f"{name}: key refused" if name else "Key refused"
+        else:
+            where = (f"{name} failed" if name else "Backend error") + " (r retries)"
+        text.append(f"{where}: {error}", style="bold red")
     return text

@@ -14,6 +14,7 @@ from ckpt_tui.client import (
     read_default_key,
     resolve_backend,
 )
+from ckpt_tui.client.secret import Secret
 
 ENV_KEY = "tml-from-env"
 FILE_KEY = "tml-from-file"
@@ -42,7 +43,7 @@ def creds(tmp_path: Path) -> Path:
 
 def test_default_key_from_credentials_file(creds: Path) -> None:
     backend = resolve_backend(env={}, credentials_path=creds)
-    assert backend.api_key == FILE_KEY
+    assert backend.api_key == Secret(FILE_KEY)
     assert backend.key_source == f"default key 'my laptop' in {creds}"
     assert backend.base_url == DEFAULT_BASE_URL
 
@@ -93,14 +94,14 @@ def test_home_credentials_file_is_the_default_place(
     (tmp_path / ".tinker").mkdir()
     write_credentials(tmp_path / ".tinker" / "credentials.json")
     backend = resolve_backend(env={})
-    assert backend.api_key == FILE_KEY
+    assert backend.api_key == Secret(FILE_KEY)
     assert backend.key_source == "default key 'my laptop' in ~/.tinker/credentials.json"
 
 
 def test_env_beats_file(creds: Path) -> None:
     env = {"TINKER_API_KEY": ENV_KEY, "TINKER_BASE_URL": "http://127.0.0.1:9/"}
     backend = resolve_backend(env=env, credentials_path=creds)
-    assert backend.api_key == ENV_KEY
+    assert backend.api_key == Secret(ENV_KEY)
     assert backend.key_source == "TINKER_API_KEY"
     assert backend.base_url == "http://127.0.0.1:9"
 
@@ -116,7 +117,7 @@ def test_flags_beat_env(creds: Path) -> None:
     backend = resolve_backend(
         url="http://flag.example/base/", api_key=FLAG_KEY, env=env, credentials_path=creds
     )
-    assert backend.api_key == FLAG_KEY
+    assert backend.api_key == Secret(FLAG_KEY)
     assert backend.key_source == "--api-key flag"
     assert backend.base_url == "http://flag.example/base"
 
@@ -124,7 +125,7 @@ def test_flags_beat_env(creds: Path) -> None:
 def test_empty_values_count_as_unset(creds: Path) -> None:
     env = {"TINKER_API_KEY": "", "TINKER_BASE_URL": ""}
     backend = resolve_backend(url="", api_key="", env=env, credentials_path=creds)
-    assert backend.api_key == FILE_KEY
+    assert backend.api_key == Secret(FILE_KEY)
     assert backend.base_url == DEFAULT_BASE_URL
 
 
@@ -154,7 +155,7 @@ def test_credential_command_is_the_fallback_and_shadows_the_stored_key(creds: Pa
     assert credential is not None and credential.command == "print-token"
     assert backend.describe().endswith("(credential from TINKER_CREDENTIAL_CMD)")
     keyed = resolve_backend(env={**env, "TINKER_API_KEY": ENV_KEY}, credentials_path=creds)
-    assert keyed.credential() == type(credential)("TINKER_API_KEY", ENV_KEY)
+    assert keyed.credential() == type(credential)("TINKER_API_KEY", Secret(ENV_KEY))
     demanded = keyed.credential(command_required=True)
     assert demanded is not None and demanded.command == "print-token"
     assert "print-token" not in repr(keyed) + str(keyed) + repr(demanded)
@@ -166,4 +167,5 @@ def test_a_demanded_command_that_is_unset_is_an_error_and_a_jwt_key_is_used_as_i
     jwt_key = "eyJhbGciOiJIUzI1NiJ9.e30.x"
     given = Backend.remote("http://127.0.0.1:1", jwt_key, "TINKER_API_KEY", credential_cmd="c")
     credential = given.credential(command_required=True)
-    assert credential is not None and credential.key == jwt_key and credential.command is None
+    assert credential is not None and credential.command is None
+    assert credential.key == Secret(jwt_key)

@@ -21,6 +21,7 @@ from ckpt_tui.client import (
     RetryPolicy,
     ServerError,
 )
+from ckpt_tui.client.secret import Secret
 from ckpt_tui.client.tokens import Jwt
 from ckpt_tui.server import create_app
 from ckpt_tui.server.tokens import JwtIssuer
@@ -188,7 +189,8 @@ async def test_the_credential_command_is_the_fallback_without_a_key(
 
 
 async def test_a_demanded_command_that_is_not_set_says_so(cmd_server: JwtServer) -> None:
-    async with CheckpointClient(Backend.remote(cmd_server.url, KEY)) as client:
+    tinker = Backend.remote(cmd_server.url, KEY, tinker_connection=True)
+    async with CheckpointClient(tinker) as client:
         with pytest.raises(CredentialsError, match="set TINKER_CREDENTIAL_CMD"):
             await client.list_training_runs()
 
@@ -251,14 +253,14 @@ async def test_a_cli_process_can_use_a_jwt_server(
 
 def test_renewal_comes_after_45_to_55_percent_and_near_expiry_scales() -> None:
     value = jwt.encode({"iat": 1000, "exp": 1900}, "k" * 32, algorithm="HS256")
-    token = Jwt.received_now(value, now=50.0)
+    token = Jwt.received_now(Secret(value), now=50.0)
     assert token.lifetime == 900
     assert token.refresh_delay(lambda low, high: low) == pytest.approx(405)
     assert token.refresh_delay(lambda low, high: high) == pytest.approx(495)
     assert not token.near_expiry(50.0 + 839) and token.near_expiry(50.0 + 840)  # last 60 s
-    short = Jwt.received_now(jwt.encode({"iat": 0, "exp": 3}, "k" * 32), now=0.0)
+    short = Jwt.received_now(Secret(jwt.encode({"iat": 0, "exp": 3}, "k" * 32)), now=0.0)
     assert not short.near_expiry(2.6) and short.near_expiry(2.7)  # last tenth
     for claims in ({"iat": 5}, {"iat": 5, "exp": 5}):
         with pytest.raises(ValueError):
-            Jwt.received_now(jwt.encode(claims, "k" * 32), now=0.0)
+            Jwt.received_now(Secret(jwt.encode(claims, "k" * 32)), now=0.0)
     assert "eyJ" not in repr(token)

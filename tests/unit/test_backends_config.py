@@ -21,6 +21,7 @@ from ckpt_tui.backends.resolve import (
     resolve,
     split_named,
 )
+from ckpt_tui.client.secret import Secret
 
 GOOD = b"""\
 [backends.box1]
@@ -66,13 +67,13 @@ def test_a_good_file_names_its_backends_in_order(
     )
     assert box2.api_key_file == tmp_path / "box2.key" and box2.readonly
     assert scratch.local == Path("/data/ckpts") and scratch.url is None
-    assert box1.key({"BOX1_KEY": " tml-1 "}) == ("tml-1", "$BOX1_KEY")
+    assert box1.key({"BOX1_KEY": " tml-1 "}) == (Secret("tml-1"), "$BOX1_KEY")
     with pytest.raises(KeyProblem, match=r"\$BOX1_KEY is not set .*export it"):
         box1.key({})
     with pytest.raises(KeyProblem, match=r"box2\.key .*cannot be read"):
         box2.key({})
     (tmp_path / "box2.key").write_text("tml-2\n")
-    assert box2.key({}) == ("tml-2", str(tmp_path / "box2.key"))
+    assert box2.key({}) == (Secret("tml-2"), str(tmp_path / "box2.key"))
 
 
 BAD: list[tuple[bytes, str]] = [
@@ -171,13 +172,17 @@ def test_tinker_joins_when_present_and_no_tinker_leaves_it_out(tmp_path: Path) -
 
 
 def test_keys_go_only_where_they_belong(tmp_path: Path) -> None:
-    one = resolve(Wanted(urls=("http://127.0.0.1:8751",), api_key="tml-box"), None, ENV_TINKER)
+    one = resolve(
+        Wanted(urls=("http://127.0.0.1:8751",), api_key=Secret("tml-box")), None, ENV_TINKER
+    )
     tinker, box = one
-    assert tinker.endpoint.api_key == "tml-env" and box.endpoint.api_key == "tml-box"
+    assert tinker.endpoint.api_key == Secret("tml-env") and box.endpoint.api_key == Secret(
+        "tml-box"
+    )
     plain = resolve(Wanted(urls=("http://127.0.0.1:8751",)), None, ENV_TINKER)[1]
     assert plain.endpoint.api_key is None  # never the hosted service's key
-    only_tinker = resolve(Wanted(api_key="tml-flag"), None, {}, tmp_path / "no-creds")
-    assert [s.endpoint.api_key for s in only_tinker] == ["tml-flag"]
+    only_tinker = resolve(Wanted(api_key=Secret("tml-flag")), None, {}, tmp_path / "no-creds")
+    assert [s.endpoint.api_key for s in only_tinker] == [Secret("tml-flag")]
 
 
 def test_every_configured_backend_opens_without_url_or_local(tmp_path: Path) -> None:
@@ -185,7 +190,7 @@ def test_every_configured_backend_opens_without_url_or_local(tmp_path: Path) -> 
     setups = resolve(Wanted(readonly=False), parse_config(GOOD, tmp_path / "c.toml"), env)
     assert [s.backend.name for s in setups] == ["box1", "box2", "scratch"]
     box1, box2, scratch = setups
-    assert box1.endpoint.api_key == "tml-1" and box1.backend.storage_rate == 0.04
+    assert box1.endpoint.api_key == Secret("tml-1") and box1.backend.storage_rate == 0.04
     assert box2.problem is not None and "box2.key" in box2.problem and box2.backend.readonly
     assert scratch.problem is not None and "/data/ckpts does not exist" in scratch.problem
     with_url = Wanted(urls=("http://127.0.0.1:9",))
@@ -200,10 +205,10 @@ def test_a_user_rate_is_per_backend_else_global(tmp_path: Path) -> None:
 
 REFUSED: list[tuple[Wanted, str]] = [
     (
-        Wanted(urls=("http://127.0.0.1:1", "http://127.0.0.1:2"), api_key="k"),
+        Wanted(urls=("http://127.0.0.1:1", "http://127.0.0.1:2"), api_key=Secret("k")),
         "--api-key is the key of one server, and 2 --url were given",
     ),
-    (Wanted(api_key="k", no_tinker=True), "but --no-tinker"),
+    (Wanted(api_key=Secret("k"), no_tinker=True), "but --no-tinker"),
     (
         Wanted(urls=("a=http://127.0.0.1:1", "a=http://127.0.0.1:2")),
         "two backends are named 'a'",
@@ -241,9 +246,9 @@ def test_a_url_that_is_the_tinker_connections_opens_once(tmp_path: Path) -> None
     """`TINKER_BASE_URL=URL ckpt-tui --url URL`: one backend, with the key that URL is for."""
     url = ENV_TINKER["TINKER_BASE_URL"]
     [one] = resolve(Wanted(urls=(url,)), None, ENV_TINKER, tmp_path / "no-creds")
-    assert one.backend.name == "127.0.0.1-8750" and one.endpoint.api_key == "tml-env"
-    [keyed] = resolve(Wanted(urls=(f"me={url}",), api_key="tml-own"), None, ENV_TINKER)
-    assert keyed.backend.name == "me" and keyed.endpoint.api_key == "tml-own"
+    assert one.backend.name == "127.0.0.1-8750" and one.endpoint.api_key == Secret("tml-env")
+    [keyed] = resolve(Wanted(urls=(f"me={url}",), api_key=Secret("tml-own")), None, ENV_TINKER)
+    assert keyed.backend.name == "me" and keyed.endpoint.api_key == Secret("tml-own")
     config = parse_config(f'[backends.box]\nurl = "{url}"\n'.encode(), tmp_path / "c.toml")
     [configured] = resolve(Wanted(), config, ENV_TINKER, tmp_path / "no-creds")
-    assert configured.backend.name == "box" and configured.endpoint.api_key == "tml-env"
+    assert configured.backend.name == "box" and configured.endpoint.api_key == Secret("tml-env")

@@ -22,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.backends import Fleet
+from ckpt_tui.backends.fleet import KEY_REFUSED
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import VIEWS, Sort
 from ckpt_tui.catalog.row_cache import RowCache
@@ -153,6 +154,11 @@ class MainScreen(Screen[None], inherit_bindings=False):
         errors = tuple(
             (name if self.several else "", error) for name, error in fleet.errors().items()
         )
+        refused = tuple(
+            state.name if self.several else ""
+            for state in fleet.states
+            if state.error is not None and state.error_kind == KEY_REFUSED
+        )
         return StatusFacts(
             browsing=self.state.describe(),
             view_counts=self.view_counts,
@@ -166,6 +172,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             new_above=len(self.new_above),
             incomplete=incomplete,
             errors=errors,
+            refused=refused,
         )
 
     # --- layout ------------------------------------------------------------------------------

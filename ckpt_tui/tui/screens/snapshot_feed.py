@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ckpt_tui.backends import BackendState, Connection, Fleet
+from ckpt_tui.backends.fleet import UNREACHABLE, ErrorKind
 from ckpt_tui.backends.identity import one_store_message, store_id_of
-from ckpt_tui.backends.load import failure_text, measure_latency, resolve_rate
+from ckpt_tui.backends.load import error_kind, failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, load_snapshot
@@ -216,23 +217,27 @@ class SnapshotFeed:
         self.report_problems(state.name, snapshot)
 
     def show_error(self, name: str, exc: ClientError) -> None:
-        self.show_problem(name, failure_text(exc))
+        self.show_problem(name, failure_text(exc), error_kind(exc))
 
-    def show_problem(self, name: str, message: str, *, keep_rows: bool = True) -> None:
+    def show_problem(
+        self, name: str, message: str, kind: ErrorKind = UNREACHABLE, *, keep_rows: bool = True
+    ) -> None:
         """The backend's entry says what went wrong and what to do; the others stay shown.
         Without `keep_rows`, its rows go too (nothing can be changed through it)."""
         host = self.host
-        state = host.fleet.state(name).replace(error=message, complete=False)
+        state = host.fleet.state(name).replace(error=message, error_kind=kind, complete=False)
         if not keep_rows:
             state = state.replace(snapshot=None)
         self.apply_fleet(host.fleet.with_backend(name, state))
-        hint = "Press r to retry."
+        # A refused key's message says what to do: a retry would send the same key.
+        hint = "Press r to retry." if kind == UNREACHABLE else ""
         if host.shown_catalog is None:
-            host.checkpoints_table.empty_message = f"{hint} {self.named(name)}{message}"
+            host.checkpoints_table.empty_message = f"{hint} {self.named(name)}{message}".strip()
             nobody = "no backend could" if self.several else "the backend could not"
-            host.runs_table.empty_message = f"No runs: {nobody} be reached."
+            why = "be reached" if kind == UNREACHABLE else "be read (a key was refused)"
+            host.runs_table.empty_message = f"No runs: {nobody} {why}."
         title = f"Backend {name}: error" if self.several else "Backend error"
-        host.notify(f"{message}\n{hint}", title=title, severity="error", markup=False)
+        host.notify(f"{message}\n{hint}".strip(), title=title, severity="error", markup=False)
 
     def report_problems(self, name: str, snapshot: Snapshot) -> None:
         """Say what a backend could not read (a broken run.json, an unreadable file), once
