@@ -27,6 +27,7 @@ import msgspec
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV
 from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
 from ckpt_tui.client.tokens import is_jwt
+from ckpt_tui.regular_files import read_regular
 
 DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 """The hosted service, as `tinker.lib.base_url.DEFAULT_BASE_URL` (SDK 0.38.0) names it."""
@@ -35,6 +36,8 @@ API_KEY_HEADER = "X-API-Key"
 """The header the SDK's auth provider sets."""
 
 CREDENTIALS_DISPLAY_PATH = "~/.tinker/credentials.json"
+MAX_CREDENTIALS_BYTES = 1 << 20
+"""The most of it read: a few keys take a few hundred bytes."""
 LOCAL_BASE_URL = "http://local-store"
 """The base URL requests carry in local mode; never reaches a network."""
 
@@ -242,15 +245,18 @@ def check_base_url(url: str, source: str = "the server URL") -> None:
 def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:
     """(name, key, source) of the stored default key; None when there is none.
 
-    A missing or unreadable file means no key; a file that is not the SDK's format raises
-    CredentialsError naming the file.
+    A missing or unreadable file, or one that is not a regular file (a FIFO would hang every
+    command), means no key; a file that is not the SDK's format raises CredentialsError
+    naming the file.
     """
     shown = CREDENTIALS_DISPLAY_PATH if path is None else str(path)
     path = default_credentials_path() if path is None else path
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_CREDENTIALS_BYTES)
     except OSError:
         return None
+    if len(raw) > MAX_CREDENTIALS_BYTES:
+        raise _parse_error(shown, f"larger than {MAX_CREDENTIALS_BYTES // 1024} KiB")
     record = _default_record(_parse_credentials(raw, shown))
     if record is None:
         return None
@@ -258,12 +264,16 @@ def read_default_key(path: Path | None = None) -> tuple[str, str, str] | None:
     return name, record["key"], f"default key '{name}' in {shown}"
 
 
+def _parse_error(shown: str, reason: str) -> CredentialsError:
+    return CredentialsError(
+        f"{shown} is not a valid tinker credentials file ({reason}); "
+        "fix or remove it, or run `tinker auth login` again"
+    )
+
+
 def _parse_credentials(raw: bytes, shown: str) -> dict[str, Any]:
     def bad(reason: str) -> CredentialsError:
-        return CredentialsError(
-            f"{shown} is not a valid tinker credentials file ({reason}); "
-            "fix or remove it, or run `tinker auth login` again"
-        )
+        return _parse_error(shown, reason)
 
     try:
         data = json.loads(raw.decode("utf-8"))
