@@ -19,6 +19,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ckpt_tui.regular_files import read_regular
+
 MAX_JSON_BYTES = 16 * 1024 * 1024
 """The most read of one JSON file; a long run's trainer_state.json is a few megabytes."""
 MAX_JSON_DEPTH = 64
@@ -71,9 +73,9 @@ def parse_json(data: bytes, name: str) -> Any:
 
 
 def read_json_file(path: Path) -> Any:
-    """The JSON value in file `path`, read up to `MAX_JSON_BYTES`; OSError or BadJsonError."""
-    with path.open("rb") as handle:
-        data = handle.read(MAX_JSON_BYTES + 1)
+    """The JSON value in regular file `path` (`open_regular`: a FIFO would hang the read), read
+    up to `MAX_JSON_BYTES`; OSError or BadJsonError."""
+    data = read_regular(path, MAX_JSON_BYTES)
     if len(data) > MAX_JSON_BYTES:
         raise BadJsonError(f"{path.name} is over the {MAX_JSON_BYTES} byte limit")
     return parse_json(data, path.name)

@@ -34,6 +34,7 @@ from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import InvalidUrlError
 from ckpt_tui.client.endpoint import check_base_url
 from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
+from ckpt_tui.regular_files import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_FILE_BYTES = 1 << 16
@@ -109,8 +110,7 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     """The config at `path` (default: `config_path()`); empty when the file does not exist."""
     path = config_path(env) if path is None else path
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_CONFIG_BYTES + 1)
+        raw = read_regular(path, MAX_CONFIG_BYTES)  # a FIFO would hang every command
     except FileNotFoundError:
         return Config(path)
     except OSError as exc:
@@ -239,10 +239,12 @@ def sendable(key: str, where: str) -> Secret:
 
 
 def read_key_file(path: Path, source: str) -> str:
-    """The key a key file holds (surrounding whitespace dropped); KeyProblem if none."""
+    """The key a key file holds (surrounding whitespace dropped); KeyProblem if none.
+
+    Only a regular file (a link to one too), opened without blocking and read to a bound: a
+    FIFO or a device named here would otherwise hang every command."""
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_KEY_FILE_BYTES + 1)
+        raw = read_regular(path, MAX_KEY_FILE_BYTES)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise KeyProblem(

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from ckpt_tui.regular_files import open_regular
 
 LOG_FILE_NAME = "actions.log"
 READ_AT_MOST = 32 * 1024 * 1024
@@ -130,16 +131,13 @@ def read_deleted_paths(file: Path | None, place: str) -> set[str]:
     no log. Regular files only, no link followed, never a blocking open (a FIFO)."""
     if file is None:
         return set()
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(file, flags | getattr(os, "O_CLOEXEC", 0))
+        handle = open_regular(file, follow_links=False)
     except OSError:
         return set()
-    with os.fdopen(fd, "rb") as handle:
+    with handle:
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return set()
+            st = os.fstat(handle.fileno())
             key, stamp = (str(file), place), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             kept = _last_read.get(key)
             if kept is not None and kept[0] == stamp:

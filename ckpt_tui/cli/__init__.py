@@ -8,6 +8,9 @@ Global options (ckpt_tui.cli.options) may stand before or after the subcommand.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
@@ -48,6 +51,22 @@ def main(argv: Sequence[str] | None = None, *, hard_exit: bool = False) -> int:
     return result
 
 
+CLOSED_PIPE_EXIT = 128 + signal.SIGPIPE
+"""141: what a shell reports for `ls` killed by SIGPIPE, so `set -o pipefail` and scripts see a
+listing cut short by its reader just as they see any other tool's."""
+
+
 def console_main() -> int:
-    """The `ckpt-tui` executable."""
-    return main(hard_exit=True)
+    """The `ckpt-tui` executable. A reader that goes away (`ckpt-tui ls | head -1`) ends it
+    quietly, with CLOSED_PIPE_EXIT: Python ignores SIGPIPE, so a write to a closed pipe
+    raises BrokenPipeError, which would otherwise print a traceback."""
+    try:
+        code = main(hard_exit=True)
+        sys.stdout.flush()  # here, where a closed pipe can still be told apart
+    except BrokenPipeError:
+        # What stdout still buffers would fail again at exit ("Exception ignored ..."):
+        # point it at /dev/null, as the `signal` module's documentation advises.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE_EXIT
+    return code

@@ -186,8 +186,10 @@ def finish(args: argparse.Namespace, code: int) -> int:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        raise  # the reader went away: the executable ends quietly (`console_main`)
     except OSError:
-        return code  # a closed pipe: the normal exit reports it as usual
+        return code  # e.g. a full disk: the normal exit reports it as usual
     os._exit(code)
 
 

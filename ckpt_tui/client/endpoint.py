@@ -32,6 +32,7 @@ from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV
 from ckpt_tui.client.errors import CredentialsError, InvalidUrlError
 from ckpt_tui.client.secret import Secret, UnusableKey, as_secret, checked_key
 from ckpt_tui.client.tokens import is_jwt
+from ckpt_tui.regular_files import read_regular
 
 DEFAULT_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 """The hosted service, as `tinker.lib.base_url.DEFAULT_BASE_URL` (SDK 0.38.0) names it."""
@@ -40,6 +41,8 @@ API_KEY_HEADER = "X-API-Key"
 """The header the SDK's auth provider sets."""
 
 CREDENTIALS_DISPLAY_PATH = "~/.tinker/credentials.json"
+MAX_CREDENTIALS_BYTES = 1 << 20
+"""The most of it read: a few keys take a few hundred bytes."""
 LOCAL_BASE_URL = "http://local-store"
 """The base URL requests carry in local mode; never reaches a network."""
 
@@ -323,15 +326,18 @@ def url_problem(url: str) -> str | None:
 def read_default_key(path: Path | None = None) -> tuple[str, Secret, str] | None:
     """(name, key, source) of the stored default key; None when there is none.
 
-    A missing or unreadable file means no key; a file that is not the SDK's format raises
-    CredentialsError naming the file.
+    A missing or unreadable file, or one that is not a regular file (a FIFO would hang every
+    command), means no key; a file that is not the SDK's format raises CredentialsError
+    naming the file.
     """
     shown = CREDENTIALS_DISPLAY_PATH if path is None else str(path)
     path = default_credentials_path() if path is None else path
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_CREDENTIALS_BYTES)
     except OSError:
         return None
+    if len(raw) > MAX_CREDENTIALS_BYTES:
+        raise _parse_error(shown, f"larger than {MAX_CREDENTIALS_BYTES // 1024} KiB")
     record = _default_record(_parse_credentials(raw, shown))
     if record is None:
         return None
@@ -341,12 +347,16 @@ def read_default_key(path: Path | None = None) -> tuple[str, Secret, str] | None
     return name, key, source
 
 
+def _parse_error(shown: str, reason: str) -> CredentialsError:
+    return CredentialsError(
+        f"{shown} is not a valid tinker credentials file ({reason}); "
+        "fix or remove it, or run `tinker auth login` again"
+    )
+
+
 def _parse_credentials(raw: bytes, shown: str) -> dict[str, Any]:
     def bad(reason: str) -> CredentialsError:
-        return CredentialsError(
-            f"{shown} is not a valid tinker credentials file ({reason}); "
-            "fix or remove it, or run `tinker auth login` again"
-        )
+        return _parse_error(shown, reason)
 
     try:
         data = json.loads(raw.decode("utf-8"))

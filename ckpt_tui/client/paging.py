@@ -1,9 +1,11 @@
 """Fetching a whole paginated list, and knowing whether it really is whole.
 
-One read (`iter_pages`) asks for the first page, then for every offset not yet covered, all at
-once (bounded by a semaphore). It advances by what each page actually held, not by what it
-asked for: a server (or a proxy) that caps pages leaves gaps, and gaps are asked for again,
-round after round, until every offset below `total_count` is covered or a round adds nothing.
+One read (`iter_pages`) asks for the first page, then for every offset not yet covered, a
+window of pages at a time, the next asked for as one in the window is done: the total is the
+server's word, and 10**12 of it must not become 10**9 requests up front. It advances by what
+each page actually held, not by what it asked for: a server (or a proxy) that caps pages
+leaves gaps, and gaps are asked for again, round after round, until every offset below
+`total_count` is covered or a round adds nothing.
 
 A whole list (`read_whole`) is one read whose pages all reported the same total and whose
 distinct items number that total. A list that grew or shrank meanwhile is read again, until a
@@ -17,7 +19,9 @@ the list incomplete too, however whole its pages are; what it says is kept
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+import contextlib
+import itertools
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
 import msgspec
@@ -133,7 +137,9 @@ async def iter_pages(
     Gaps (pages that held fewer items than asked, a total that grew) are asked for again
     until every offset below the total is covered. The first page's error propagates; a later
     page's error, or a round that covers nothing new (the list shrank), ends the read early
-    with `report.problem` set.
+    with `report.problem` set. Nothing beyond an empty page is asked for, and a window's worth
+    of failures in a row ends the round at once: a total the pages do not bear out is never
+    unbounded work, and never a whole list.
     """
     if page_size < 1 or concurrency < 1:
         raise ValueError("page_size and concurrency must be at least 1")
@@ -144,32 +150,35 @@ async def iter_pages(
     step = max(1, min(page_size, len(first.items)))  # what the server really serves a page
     if items_in_flight is not None:
         concurrency = max(1, min(concurrency, items_in_flight // step))
-    gate = asyncio.Semaphore(concurrency)
 
-    async def fetch_gated(limit: int, offset: int) -> Page[T] | ClientError:
-        async with gate:
-            try:
-                return _as_read(await fetch(limit, offset), read)
-            except ClientError as exc:
-                return exc
+    async def fetch_one(limit: int, offset: int) -> Page[T] | ClientError:
+        try:
+            return _as_read(await fetch(limit, offset), read)
+        except ClientError as exc:
+            return exc
 
     for _round in range(MAX_ROUNDS):
         gaps = report.gaps()
         if not gaps:
             return
         before = sum(end - start for start, end in gaps)
-        requests = [
-            fetch_gated(min(step, end - offset), offset)
-            for start, end in gaps
-            for offset in range(start, end, step)
-        ]
-        async for result in _as_completed(requests):
-            if isinstance(result, ClientError):
-                report.problem = report.problem or f"a page could not be read: {result.message}"
-                continue
-            report.add(result)
-            step = max(step, min(page_size, len(result.items)))
-            yield result
+        failed_in_a_row = 0
+        frontier = _Frontier(report.total)
+        requests = frontier.requests(gaps, step)  # lazily: the total is the server's word
+        async with contextlib.aclosing(_windowed(fetch_one, requests, concurrency)) as results:
+            async for result in results:
+                if isinstance(result, ClientError):
+                    report.problem = report.problem or f"a page could not be read: {result.message}"
+                    failed_in_a_row += 1
+                    if failed_in_a_row >= concurrency:
+                        break  # the server fails everywhere: asking on is no use
+                    continue
+                failed_in_a_row = 0
+                report.add(result)
+                step = max(step, min(page_size, len(result.items)))
+                yield result
+                if not result.items:  # nothing where the total says items are: the list
+                    frontier.end = min(frontier.end, result.offset)  # shrank, or it lies
         if report.problem:
             return
         after = sum(end - start for start, end in report.gaps())
@@ -179,6 +188,22 @@ async def iter_pages(
         if after >= before:
             return  # the list changed under this read: read it again
     report.problem = f"still not covered after {MAX_ROUNDS} rounds of requests"
+
+
+class _Frontier:
+    """How far one round asks: not past the lowest offset where a page came back empty."""
+
+    def __init__(self, end: int) -> None:
+        self.end = end
+
+    def requests(self, gaps: list[tuple[int, int]], step: int) -> Iterator[tuple[int, int]]:
+        """(limit, offset) of the pages that cover `gaps`, `step` items a page, while they
+        start below `end` (which an empty page moves down meanwhile)."""
+        for start, end in gaps:
+            for offset in range(start, end, step):
+                if offset >= self.end:
+                    return
+                yield min(step, end - offset), offset
 
 
 def _as_read(page: Page[T], read: int) -> Page[T]:
@@ -237,18 +262,27 @@ def _changed(report: ReadReport, distinct: int) -> str:
     )
 
 
-async def _as_completed(
-    coros: Sequence[Awaitable[Page[T] | ClientError]],
-) -> AsyncIterator[Page[T] | ClientError]:
-    """Run `coros` as tasks; yield results as they finish; cancel the rest on early exit."""
-    tasks = [asyncio.ensure_future(coro) for coro in coros]
+async def _windowed(
+    fetch_one: Callable[[int, int], Awaitable[Page[T] | ClientError]],
+    requests: Iterator[tuple[int, int]],
+    window: int,
+) -> AsyncGenerator[Page[T] | ClientError, None]:
+    """Fetch the pages `requests` names, at most `window` at once, as they are needed: yield
+    results as they finish; cancel the rest on early exit."""
+    pending: set[asyncio.Task[Page[T] | ClientError]] = set()
     try:
-        for next_done in asyncio.as_completed(tasks):
-            yield await next_done
+        while True:
+            for limit, offset in itertools.islice(requests, window - len(pending)):
+                pending.add(asyncio.ensure_future(fetch_one(limit, offset)))
+            if not pending:
+                return
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                yield task.result()
     finally:
-        for task in tasks:
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 def unique_by(items: list[T], key: Callable[[T], Hashable]) -> list[T]:

@@ -8,9 +8,9 @@ named `model.pt` is refused, not opened for a blocking read) or reads more than 
 from __future__ import annotations
 
 import os
-import stat
 from typing import Any, BinaryIO
 
+from ckpt_tui import regular_files
 from ckpt_tui.bounded_json import MAX_JSON_BYTES, parse_json_object
 from ckpt_tui.store.settle import TEMP_SUFFIXES
 
@@ -20,21 +20,9 @@ MAX_SMALL_FILE = 64 * 1024 * 1024
 DIR, FILE = "dir", "file"
 
 
-class NotRegularFileError(OSError):
-    """The path is not a regular file (a FIFO, a device, a folder or a link)."""
-
-
 def open_regular(path: str) -> BinaryIO:
     """Open a regular file for reading without following a final link or blocking on a FIFO."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFileError(f"{path} is not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return regular_files.open_regular(path, follow_links=False)
 
 
 def read_capped(path: str, cap: int = MAX_SMALL_FILE) -> bytes:

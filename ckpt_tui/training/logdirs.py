@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from ckpt_tui.bounded_json import parse_json, read_json_file
+from ckpt_tui.regular_files import open_regular
 from ckpt_tui.training.records import (
     CHECKPOINTS_FILE_NAME,
     FileStamp,
@@ -129,7 +130,7 @@ def read_metrics(path: Path, previous: Metrics | None = None) -> Metrics:
         previous = None
     start = 0 if previous is None else previous.read_to
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:  # a FIFO would hang the read
             handle.seek(start)
             data = handle.read(MAX_METRICS_READ)
     except FileNotFoundError:

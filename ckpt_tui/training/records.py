@@ -19,6 +19,7 @@ valid record is skipped and reported by line number instead of stopping the read
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -28,8 +29,11 @@ import msgspec
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.bounded_json import MAX_JSON_DEPTH, json_depth
+from ckpt_tui.regular_files import open_regular
 
 CHECKPOINTS_FILE_NAME = "checkpoints.jsonl"
+MAX_RECORDS_BYTES = 64 * 1024 * 1024
+"""The most of a checkpoints.jsonl read (a line per checkpoint: hundreds of thousands)."""
 KNOWN_KEYS: frozenset[str] = frozenset(
     {"name", "batch", "epoch", "final", "state_path", "sampler_path"}
 )
@@ -207,11 +211,14 @@ class RecordsFile(msgspec.Struct, frozen=True):
 def read_checkpoints_jsonl(path: Path) -> RecordsFile:
     """Read every valid record of `path`; bad lines are reported, never raised.
 
-    Raises OSError only when the file itself cannot be opened or read.
+    Raises OSError only when the file itself cannot be opened or read: it is not a regular
+    file (a FIFO would hang the read), or it is larger than MAX_RECORDS_BYTES.
     """
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         st = os.fstat(handle.fileno())
-        data = handle.read()
+        data = handle.read(MAX_RECORDS_BYTES + 1)
+    if len(data) > MAX_RECORDS_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_RECORDS_BYTES >> 20} MiB", str(path))
     parsed, skipped = parse_jsonl_bytes(data)
     records: list[CheckpointRecord] = []
     line_numbers: list[int] = []

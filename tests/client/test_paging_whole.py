@@ -3,6 +3,7 @@ caps pages, fails a page, and shifts items between pages while the list is read.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from ckpt_tui.cli import main
 from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy
+from ckpt_tui.client.client import PAGE_CONCURRENCY
+from ckpt_tui.client.paging import MAX_READS
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
@@ -113,6 +116,56 @@ async def test_a_list_that_never_holds_still_is_incomplete(
     listing = await client.read_all_checkpoints(page_size=1000)
     assert not listing.complete
     assert "changed while it was read" in listing.problem
+
+
+CLAIMED = 10**12
+PAGES, WINDOW = -(-COUNT // 37), PAGE_CONCURRENCY
+
+
+def most_requests(attempts: int = 1) -> int:
+    """What a read of a list that claims more than its pages hold may ask, at most, MAX_READS
+    times: the first page; the pages that hold items; as many past the end as results come
+    back before an empty page (or a window of failures in a row) stops the round, plus the
+    window then in flight; a window in the next round; each up to `attempts` times."""
+    return MAX_READS * (1 + PAGES + (PAGES + 2 * WINDOW) * attempts)
+
+
+async def test_a_claimed_total_the_pages_do_not_bear_out_is_bounded_work(
+    client: CheckpointClient, proxy: PagingFaults, store: Store
+) -> None:
+    """A server claiming 10**12 checkpoints once made a coroutine per page up to the claim
+    (MemoryError after 37 s): now a window of pages is asked for, and the empty pages below
+    the claimed total end the read as an incomplete list that says why."""
+    proxy.claimed_total = CLAIMED
+    listing = await asyncio.wait_for(client.read_all_checkpoints(page_size=1000), 300)
+    assert not listing.complete
+    assert f"listed {CLAIMED:,} items but served fewer" in listing.problem
+    assert [c.tinker_path for c in listing.items] == stored_paths(store)
+    assert len(proxy.pages) <= most_requests()
+
+
+async def test_a_claimed_total_whose_pages_all_fail_is_bounded_work(
+    client: CheckpointClient, proxy: PagingFaults
+) -> None:
+    proxy.claimed_total = CLAIMED
+    proxy.fail_from = COUNT
+    listing = await asyncio.wait_for(client.read_all_checkpoints(page_size=1000), 300)
+    assert not listing.complete and "could not be read" in listing.problem
+    assert len(listing.items) == COUNT
+    assert len(proxy.pages) <= most_requests(RetryPolicy().max_attempts)
+
+
+@pytest.mark.usefixtures("quiet_environment")
+def test_ls_on_a_server_claiming_a_huge_total_says_the_list_is_incomplete(
+    proxy: PagingFaults, proxy_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proxy.claimed_total = CLAIMED
+    assert main(["ls", "--url", proxy_url, "--json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["complete"] is False
+    assert document["totals"]["checkpoints"] == COUNT
+    assert "not whole" in err
 
 
 @pytest.mark.usefixtures("quiet_environment")
