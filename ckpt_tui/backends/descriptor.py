@@ -8,6 +8,8 @@ from typing import Literal
 
 import msgspec
 
+from ckpt_tui.words import shorten_middle
+
 BackendKind = Literal["tinker", "url", "local"]
 """`tinker`: the connection the environment or `tinker auth login` gives; `url`: a checkpoint
 server named by --url or the config file; `local`: a store folder opened in-process."""
@@ -22,6 +24,9 @@ RATE_FROM_BILLING: RateSource = "billing endpoint"
 """`effective_rate_usd_per_gigabyte_month` of the backend's billing endpoint."""
 RATE_DEFAULT: RateSource = "default"
 """Neither: no rate, so no cost is shown (ckpt-tui does not guess a price)."""
+
+LOCAL_PLACE = "local store "
+"""What a local store's place starts with."""
 
 KIND_WORDS: dict[BackendKind, str] = {
     "tinker": "Tinker",
@@ -67,7 +72,17 @@ class Backend(msgspec.Struct, frozen=True):
     @property
     def place(self) -> str:
         """Where it is, for people: 'local store /data/ckpts', 'http://127.0.0.1:8751'."""
-        return f"local store {self.location}" if self.is_local else self.location
+        return self.place_prefix + self.location
+
+    @property
+    def place_prefix(self) -> str:
+        return LOCAL_PLACE if self.is_local else ""
+
+    def short_place(self, width: int) -> str:
+        """`place` in at most `width` cells (when it has that many): a long location is
+        shortened in the middle ('local store /home/me/…/outputs/store'), its kind kept."""
+        room = max(width - len(self.place_prefix), 1)
+        return self.place_prefix + shorten_middle(self.location, room)
 
     def describe(self) -> str:
         """Its name and place, for dialogs and "Deleting 3 checkpoints on box1 (...)"."""
