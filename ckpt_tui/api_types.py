@@ -26,6 +26,9 @@ TYPE_TO_SEGMENT: dict[CheckpointType, str] = {v: k for k, v in SEGMENT_TO_TYPE.i
 TINKER_SCHEME = "tinker://"
 
 
+_TRAILING_Z = re.compile(r"[zZ]\Z")
+
+
 def format_time(value: datetime) -> str:
     """ISO-8601 in UTC with a `Z`, as the SDK's pydantic models write it."""
     if value.tzinfo is None:
@@ -34,8 +37,12 @@ def format_time(value: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
-    """Parse an ISO-8601 time; a time with no zone is taken as UTC."""
-    return in_utc(datetime.fromisoformat(text))
+    """Parse an ISO-8601 time; a time with no zone is taken as UTC.
+
+    A trailing Z (or z) is UTC on every Python: `datetime.fromisoformat` reads it only from
+    3.11 on, and 3.10 (Ubuntu 22.04's python3) would otherwise refuse every time we write.
+    """
+    return in_utc(datetime.fromisoformat(_TRAILING_Z.sub("+00:00", text)))
 
 
 def in_utc(value: datetime) -> datetime:

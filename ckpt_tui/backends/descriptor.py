@@ -9,6 +9,7 @@ from typing import Literal
 import msgspec
 
 from ckpt_tui.client.endpoint import without_user_info
+from ckpt_tui.words import shorten_middle
 
 BackendKind = Literal["tinker", "url", "local"]
 """`tinker`: the connection the environment or `tinker auth login` gives; `url`: a checkpoint
@@ -24,6 +25,9 @@ RATE_FROM_BILLING: RateSource = "billing endpoint"
 """`effective_rate_usd_per_gigabyte_month` of the backend's billing endpoint."""
 RATE_DEFAULT: RateSource = "default"
 """Neither: no rate, so no cost is shown (ckpt-tui does not guess a price)."""
+
+LOCAL_PLACE = "local store "
+"""What a local store's place starts with."""
 
 KIND_WORDS: dict[BackendKind, str] = {
     "tinker": "Tinker",
@@ -69,7 +73,22 @@ class Backend(msgspec.Struct, frozen=True):
     @property
     def place(self) -> str:
         """Where it is, for people: 'local store /data/ckpts', 'http://127.0.0.1:8751'."""
-        return f"local store {self.location}" if self.is_local else without_user_info(self.location)
+        return self.place_prefix + self.shown_location
+
+    @property
+    def place_prefix(self) -> str:
+        return LOCAL_PLACE if self.is_local else ""
+
+    @property
+    def shown_location(self) -> str:
+        """The location as it may be shown: a URL without user info."""
+        return self.location if self.is_local else without_user_info(self.location)
+
+    def short_place(self, width: int) -> str:
+        """`place` in at most `width` cells (when it has that many): a long location is
+        shortened in the middle ('local store /home/me/…/outputs/store'), its kind kept."""
+        room = max(width - len(self.place_prefix), 1)
+        return self.place_prefix + shorten_middle(self.shown_location, room)
 
     def describe(self) -> str:
         """Its name and place, for dialogs and "Deleting 3 checkpoints on box1 (...)"."""

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
+from ckpt_tui.api_types import parse_time
+
 
 class Clock(Protocol):
     """Something that tells the current UTC time."""
@@ -57,5 +59,4 @@ def clock_from_environ(environ: Mapping[str, str] | None = None) -> Clock:
     text = env.get(NOW_ENV)
     if not text:
         return SYSTEM_CLOCK
-    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return FixedClock(at if at.tzinfo else at.replace(tzinfo=timezone.utc))
+    return FixedClock(parse_time(text))

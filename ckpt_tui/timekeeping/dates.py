@@ -19,6 +19,8 @@ import re
 from datetime import date, datetime, time, timezone
 from typing import Literal
 
+from ckpt_tui.api_types import parse_time
+
 BareDate = Literal["start", "end"]
 """Which instant of its day a bare date means."""
 
@@ -43,12 +45,9 @@ def find_instant(text: str, *, bare_date: BareDate) -> datetime | None:
             return datetime.combine(day, _DAY_TIMES[bare_date], timezone.utc)
         if not _DATE_TIME.match(cleaned):
             return None
-        value = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", cleaned))
+        return parse_time(cleaned)
     except ValueError as exc:
         raise DateError(f"{cleaned!r} looks like a date but is not a valid one: {exc}") from exc
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
 
 
 def parse_instant(text: str, *, bare_date: BareDate) -> datetime:

@@ -5,13 +5,21 @@ No Textual: the screen splits its targets here, and the dialogs show the groups.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ckpt_tui.backends import Connection
+from rich.cells import cell_len
+
+from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.words import count_of
+
+WHERE_WIDTH = 76
+"""Cells of a line inside a dialog's frame at 80 columns (the narrowest screen dialogs are
+laid out for): each line of `Targets.where` fits in it."""
+MIN_PLACE_WIDTH = 16
+"""A place is never shortened below this, even after a long backend name."""
 
 
 def group_by_backend(rows: Sequence[CheckpointRow]) -> dict[str, list[CheckpointRow]]:
@@ -20,6 +28,12 @@ def group_by_backend(rows: Sequence[CheckpointRow]) -> dict[str, list[Checkpoint
     for row in rows:
         groups.setdefault(row.backend, []).append(row)
     return groups
+
+
+def where_line(head: str, backend: Backend) -> str:
+    """'HEAD (PLACE)' in WHERE_WIDTH cells, PLACE shortened in the middle if need be."""
+    room = max(WHERE_WIDTH - cell_len(head) - len(" ()"), MIN_PLACE_WIDTH)
+    return f"{head} ({backend.short_place(room)})"
 
 
 def refusal(refused: Mapping[str, Sequence[CheckpointRow]]) -> str:
@@ -47,15 +61,23 @@ class Targets:
         kept = [row for row in rows if row.backend not in readonly]
         return cls(kept, refused, len(connections) > 1)
 
-    def where(self, describe: Callable[[str], str]) -> str:
+    def where(self, backends: Mapping[str, Backend]) -> str:
         """'on box1 (http://…)' for one backend; with several open, one line per backend
-        the change goes to: 'on box1 (http://…): 3 checkpoints, 1.2 GiB'."""
+        the change goes to: 'on box1: 3 checkpoints, 1.2 GiB (http://…)'.
+
+        Each line fits a dialog at 80 columns: the name, count and size always show whole,
+        and a long URL or store path is shortened in the middle, so no line wraps into the
+        next (a store path can be any length)."""
         groups = group_by_backend(self.rows)
         if not self.several:
-            return f"on {describe(next(iter(groups)))}" if groups else ""
+            first = next(iter(groups), None)
+            return "" if first is None else where_line(f"on {first}", backends[first])
         return "\n".join(
-            f"on {describe(name)}: {count_of(len(group), 'checkpoint')}, "
-            f"{format_total(total(row.size for row in group))}"
+            where_line(
+                f"on {name}: {count_of(len(group), 'checkpoint')}, "
+                f"{format_total(total(row.size for row in group))}",
+                backends[name],
+            )
             for name, group in groups.items()
         )
 

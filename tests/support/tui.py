@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import httpx
 from starlette.types import ASGIApp
+from textual.app import App
 from textual.pilot import Pilot
 
 from ckpt_tui.backends import Backend as BackendDescriptor
@@ -163,10 +164,27 @@ def shown(app: CkptApp) -> list[CheckpointRow]:
     return list(checkpoints(app).rows)
 
 
-def screen_text(app: CkptApp) -> str:
+def screen_text(app: App[Any]) -> str:
     """Everything on screen as plain text (for checks that user text shows literally)."""
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def screen_line(app: App[Any], containing: str) -> str:
+    """The one screen line that shows `containing` (a check that text does not wrap)."""
+    lines = [line for line in screen_text(app).splitlines() if containing in line]
+    assert len(lines) == 1, f"{containing!r} is on {len(lines)} screen lines"
+    return lines[0]
+
+
+def shows_path(shown: str, path: str) -> bool:
+    """Whether `shown` is `path` whole, or shortened in the middle to fit: its start and its
+    end around '…'. What a test of a temp path may check: its length varies by machine."""
+    if shown == path:
+        return True
+    head, ellipsis, tail = shown.partition("…")
+    fits = len(head) + len(tail) < len(path)
+    return bool(ellipsis and tail) and fits and path.startswith(head) and path.endswith(tail)
 
 
 async def highlight(pilot: Pilot[None], app: CkptApp, wanted: CheckpointRow) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
 from textual.widgets import Button, Input
 
+from ckpt_tui.backends import Backend
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import Size
+from ckpt_tui.tui.owners import Targets
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from tests.support.dialogs import (
     NOW,
@@ -22,6 +25,7 @@ from tests.support.dialogs import (
     rows_of,
     screen_text,
 )
+from tests.support.tui import screen_line, shows_path
 
 
 def safe_rows() -> list[CheckpointRow]:
@@ -145,3 +149,43 @@ async def test_unknown_sizes_make_the_total_at_least() -> None:
         await pilot.pause()
         text = screen_text(app)
     assert "Frees at least 1.0 GiB (1 size unknown)" in text
+
+
+LONG_STORE = "/home/me/a-rather-long-folder-name/for-the-training-box/outputs/checkpoints-store"
+BACKENDS = {
+    "box": Backend("box", "local", LONG_STORE),
+    "box2": Backend("box2", "url", "http://127.0.0.1:8751"),
+}
+
+
+def on_backends(*names: str) -> list[CheckpointRow]:
+    """One 1 GiB checkpoint on each backend named, in that order."""
+    rows = rows_of(*(ckpt(f"{step:06d}", 48) for step in range(len(names))))
+    return [changed(row, backend=name) for row, name in zip(rows, names, strict=True)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_each_backend_is_one_line_of_name_count_size_and_its_place_shortened(
+    size: tuple[int, int],
+) -> None:
+    rows = on_backends("box", "box", "box2")
+    where = Targets(rows, several=True).where(BACKENDS)
+    app = DialogApp(lambda: DeleteDialog(rows, 0, NOW, where))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        box = screen_line(app, "on box:")
+        box2 = screen_line(app, "on box2:")
+    shown = re.search(r"on box: 2 checkpoints, 2\.0 GiB \(local store (\S+)\)", box)
+    assert shown is not None and shows_path(shown[1], LONG_STORE)
+    assert shown[1].endswith("/checkpoints-store")
+    assert "on box2: 1 checkpoint, 1.0 GiB (http://127.0.0.1:8751)" in box2
+
+
+async def test_one_backend_is_named_with_its_place_on_one_line_at_80_columns() -> None:
+    rows = on_backends("box", "box")
+    app = DialogApp(lambda: DeleteDialog(rows, 0, NOW, Targets(rows).where(BACKENDS)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        line = screen_line(app, "on box (")
+    shown = re.search(r"on box \(local store (\S+)\)", line)
+    assert shown is not None and shows_path(shown[1], LONG_STORE)

@@ -3,6 +3,7 @@ the screen really has, against a real server whose state is checked afterwards."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,16 @@ from ckpt_tui.tui.screens.quit_dialog import QuitDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
-from tests.support.tui import checkpoints, make_app, runs, screen_of, screen_text, settle
+from tests.support.tui import (
+    checkpoints,
+    make_app,
+    runs,
+    screen_line,
+    screen_of,
+    screen_text,
+    settle,
+    shows_path,
+)
 
 
 def highlighted(app: CkptApp) -> CheckpointRow:
@@ -239,7 +249,9 @@ async def test_the_session_log_names_each_checkpoint_and_is_kept_in_a_file(
         for row in gone:
             assert f"✓ {row.tinker_path}  {row.run_name}" in text
         assert f"✗ {failed[0].tinker_path}  {failed[0].run_name}:" in text
-        assert str(state_home / "ckpt-tui" / "actions.log") in text
+        shown = re.search(r"Also kept in ([^\s│]+)", screen_line(app, "Also kept in "))
+        assert shown is not None and shown[1].endswith("/ckpt-tui/actions.log")
+        assert shows_path(shown[1], str(state_home / "ckpt-tui" / "actions.log"))
     logged = (state_home / "ckpt-tui" / "actions.log").read_text()
     assert "delete  Deleted 2 of 3; 1 failed  on " in logged
     for row in gone:

@@ -152,7 +152,7 @@ class Changes:
 
     def where(self, targets: Targets) -> str:
         """'on box1 (http://…)', or one line per backend a change goes to, naming each."""
-        return targets.where(self.services.describe_backend)
+        return targets.where({backend.name: backend for backend in self.services.backends})
 
     # --- the actions: each asks first, in its dialog ------------------------------------------
     # Dialogs are pushed from the key's own action, not from a worker: keys typed right after

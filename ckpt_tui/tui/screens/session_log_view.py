@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from ckpt_tui.timekeeping.ttl import format_created
 from ckpt_tui.tui.session_log import LogEntry, SessionLog
+from ckpt_tui.tui.widgets.fitted_line import FittedLine
 
 
 def entry_text(entry: LogEntry, now: datetime) -> Text:
@@ -68,7 +69,7 @@ class SessionLogScreen(ModalScreen[None]):
             yield Static(Text(title), id="log-title", classes="dialog-title")
             file = self.session_log.file
             if file is not None:
-                yield Static(Text(f"Also kept in {file}"), id="log-file")
+                yield FittedLine("Also kept in ", str(file), id="log-file")
             yield Static(
                 Text("↑ ↓ PgUp PgDn: scroll · esc, q or L: close"),
                 id="log-hint",
