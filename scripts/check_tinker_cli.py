@@ -81,7 +81,7 @@ def p0_expires(store: Store) -> bool:
 def downloaded(store: Store, out: str) -> bool:
     """The official CLI wrote every file of EXTERNAL, byte for byte, and nothing else."""
     source = store.checkpoint_dir("run-002", "external_weights/final")
-    target = download_dir(store)
+    target = download_dir(store) / "run-002_external_weights_final"
 
     def files(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -28,7 +28,8 @@ from ckpt_tui.timekeeping.clock import clock_from_environ
 
 DESCRIPTION = """\
 Download each checkpoint's files (TINKER_PATH: tinker://RUN/SEGMENT/NAME) through the signed
-URLs its server hands out, into --output DIR (default ./RUN_TYPE_NAME, as the official CLI).
+URLs its server hands out, into DIR/RUN_SEGMENT_NAME (DIR: --output, default the current
+folder; e.g. ./run-1_external_weights_final, as the official CLI names it).
 Several files are in flight at once; each is written to FILE.part and renamed only when
 every file is whole and verified (length; safetensors headers and data). Run it again to
 resume an interrupted download where it stopped. A folder that already holds the finished
@@ -50,7 +51,8 @@ def register(subparsers: Any) -> None:
         "--output",
         "-o",
         metavar="DIR",
-        help="the folder to download into (one checkpoint only; default ./RUN_TYPE_NAME)",
+        help="the folder to download into: each checkpoint goes to DIR/RUN_SEGMENT_NAME "
+        "(default: the current folder)",
     )
     parser.add_argument(
         "--force", action="store_true", help="download again into a folder that holds it already"
@@ -60,23 +62,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def default_folder(path: TinkerPath) -> Path:
-    name = path.checkpoint_id.split("/", 1)[1]
-    return Path(f"{path.run_id}_{path.checkpoint_type}_{name}")
+def folder_name(path: TinkerPath) -> str:
+    """`RUN_SEGMENT_NAME`, the folder the official CLI downloads a checkpoint into."""
+    segment, name = path.checkpoint_id.split("/", 1)
+    return f"{path.run_id}_{segment}_{name}"
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         paths = [_parsed(text) for text in args.paths]
-        if args.output is not None and len(paths) > 1:
-            raise Refusal("--output names one folder: give one TINKER_PATH with it")
         setups = setups_for(args)
         if len(setups) > 1:
             names = ", ".join(setup.backend.name for setup in setups)
             raise Refusal(f"several backends are open ({names}): name one with --backend NAME")
     except Refusal as exc:
         return fail(str(exc), 2)
-    folders = [Path(args.output) if args.output else default_folder(p) for p in paths]
+    parent = Path(args.output or ".")
+    folders = [parent / folder_name(path) for path in paths]
     show = None if args.json or not sys.stderr.isatty() else ProgressLine(sys.stderr)
     outcomes = run_async(_download_all(setups, paths, folders, args.force, show))
     failed = [text for text in outcomes if isinstance(text, str)]

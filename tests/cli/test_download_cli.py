@@ -26,6 +26,7 @@ from tests.support.live_server import run_server
 
 REPO = Path(ckpt_tui.__file__).resolve().parent.parent
 PATH = "tinker://run-1/external_weights/final"
+NAME = "run-1_external_weights_final"
 FILES = {"a.bin": os.urandom(2_000_000), "b.bin": os.urandom(2_000_000), "c.json": b"{}"}
 TOTAL = sum(map(len, FILES.values()))
 DEADLINE = 120.0
@@ -49,7 +50,7 @@ def held(folder: Path) -> dict[str, bytes]:
 
 
 def command(url: str, out: Path) -> list[str]:
-    return [sys.executable, "-m", "ckpt_tui", "download", PATH, "--url", url, "-o", str(out)]
+    return [sys.executable, "-m", "ckpt_tui", "download", PATH, "--url", url, "-o", str(out.parent)]
 
 
 def wait_for_bytes(part: Path, at_least: int) -> None:
@@ -60,7 +61,7 @@ def wait_for_bytes(part: Path, at_least: int) -> None:
 
 
 def test_killed_download_resumes_and_fetches_only_the_rest(tap: FileTap, tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    out = tmp_path / NAME
     tap.stall_after = 1_000_000
     with run_server(tap) as url:
         argv = [*command(url, out), "--no-tinker"]
@@ -95,25 +96,27 @@ def test_options_mean_the_same_before_or_after_and_json_is_one_document(
     document = json.loads(capsys.readouterr().out)
     assert document["errors"] == []
     assert document["downloads"][0]["bytes"] == TOTAL
-    assert held(tmp_path / "a") == held(tmp_path / "b") == FILES
+    assert held(tmp_path / "a" / NAME) == held(tmp_path / "b" / NAME) == FILES
 
 
-def test_a_bad_path_and_two_outputs_are_usage_errors(
+def test_a_bad_path_and_no_backend_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_environment: None
 ) -> None:
     assert main(["download", "tinker://run-1/nope/x", "--local", str(tmp_path)]) == 2
     assert "tinker://RUN/SEGMENT/NAME" in capsys.readouterr().err
-    two = ["download", PATH, PATH, "-o", str(tmp_path / "x"), "--local", str(tmp_path)]
-    assert main(two) == 2
+    assert main(["download", PATH]) == 2  # no backend configured
 
 
 def test_local_store_downloads_in_process(
     store: Store, tmp_path: Path, quiet_environment: None
 ) -> None:
     seed(store)
-    out = tmp_path / "out"
-    assert main(["download", PATH, "--local", str(store.root), "--no-tinker", "-o", str(out)]) == 0
-    assert held(out) == FILES
+    other = "tinker://run-1/external_weights/other"
+    store.add_checkpoint("run-1", "external_weights/other", {"x.bin": b"x"})
+    local = ["--local", str(store.root), "--no-tinker", "-o", str(tmp_path)]
+    assert main(["download", PATH, other, *local]) == 0
+    assert held(tmp_path / NAME) == FILES
+    assert held(tmp_path / "run-1_external_weights_other") == {"x.bin": b"x"}
 
 
 def test_serve_never_logs_a_signature(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ PART_SUFFIX = ".part"
 STATE_FILE = ".ckpt-tui-download.json"
 MAX_KEY_CHARS = 1024
 MAX_DEPTH = 16
+MAX_FILES = 10_000
+"""The most files one download takes (the server's own limit for a checkpoint)."""
 
 
 class UnsafeDownload(Exception):
@@ -27,8 +29,11 @@ def target_paths(folder: Path, keys: Iterable[str]) -> dict[str, Path]:
     real = folder.resolve()
     found: dict[str, Path] = {}
     for key in keys:
-        path = _checked(real, key)
-        found[key] = path
+        if len(found) >= MAX_FILES:
+            raise UnsafeDownload(
+                f"the server named more than {MAX_FILES} files: nothing was downloaded"
+            )
+        found[key] = _checked(real, key)
     lowered = [str(path).lower() for path in found.values()]
     if len(set(lowered)) != len(lowered):
         raise UnsafeDownload("the server named two files that differ only in letter case")
