@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -150,3 +151,27 @@ def test_serve_never_logs_a_signature(tmp_path: Path) -> None:
     signature = signed.split("sig=", 1)[1]
     assert signature not in line + out + err
     assert "sig=" not in line + out + err
+
+
+def test_one_progress_line_on_a_terminal(tap: FileTap, tmp_path: Path) -> None:
+    controller, terminal = pty.openpty()
+    with run_server(tap) as url:
+        argv = [*command(url, tmp_path / NAME), "--no-tinker"]
+        process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=terminal)
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the download ended and closed its side
+                break
+            if not chunk:
+                break
+            shown += chunk
+        stdout, _ = process.communicate(timeout=DEADLINE)
+    os.close(controller)
+    assert process.returncode == 0
+    text = shown.decode()
+    assert "left" in text and "/3 files" in text and "MiB" in text
+    assert "\n" not in text  # redrawn in place: one line, cleared at the end
+    assert b"downloaded" in stdout
