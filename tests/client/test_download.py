@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -199,3 +200,15 @@ async def test_a_full_disk_is_a_clear_error_and_nothing_is_renamed(
             await download(client, PATH, small / "out", clock=clock)
         names = {p.name for p in (small / "out").rglob("*") if p.is_file()}
         assert "big.bin" not in names and "model.safetensors" not in names
+
+
+async def test_a_refused_write_is_a_clear_error(
+    client: CheckpointClient, tmp_path: Path, clock: FixedClock
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    with tmpfs_on(locked, "1m"):
+        subprocess.run(["mount", "-o", "remount,ro", str(locked)], check=True, timeout=60)
+        with pytest.raises(DownloadError, match="Read-only file system"):
+            await download(client, PATH, locked / "out", clock=clock)
+        assert list(locked.iterdir()) == []

@@ -182,7 +182,10 @@ class _Job:
             end = min(offset + self.segment_bytes, spec.size) - 1
             headers = {"Range": f"bytes={offset}-{end}", "If-Range": spec.etag}
             try:
-                offset = await self._segment(fd, spec, offset, headers, part)
+                reached = await self._segment(fd, spec, offset, headers, part)
+                if reached == offset:  # an answer without bytes: bounded like a failure
+                    raise httpx.ReadError("the server sent no bytes of the range asked for")
+                offset = reached
             except httpx.TransportError as exc:
                 offset = os.fstat(
                     fd
