@@ -264,6 +264,19 @@ class CheckpointClient:
             verify=tls_verification(self.backend.base_url),
         )
 
+    def blocking_file_client(self) -> httpx.Client | None:
+        """As `file_client`, but blocking, for reading large bodies in worker threads: its
+        reads cost a third of the CPU time of the async client's (512 MiB: 0.39 s against
+        1.26 s). None when this client has a transport of its own (a local store is served
+        in-process, through the async client only). The caller closes it."""
+        if self._transport is not None:
+            return None
+        return httpx.Client(
+            headers={"User-Agent": f"ckpt-tui/{__version__}"},
+            timeout=self._timeouts.to_httpx(),
+            verify=tls_verification(self.backend.base_url),
+        )
+
     async def list_training_runs(
         self,
         limit: int = 20,

@@ -86,10 +86,12 @@ async def test_a_cut_connection_is_resumed_not_restarted(
     clock: FixedClock,
 ) -> None:
     tap.cut_after = 100_000
-    await download(client, PATH, tmp_path / "out", clock=clock, in_flight=1, segment_bytes=1 << 30)
+    out = tmp_path / "out"
+    result = await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
     assert held(tmp_path / "out") == files
     assert tap.statuses.count(206) > len(files)  # big.bin came in several ranges
     assert tap.sent == sum(map(len, files.values()))  # every byte sent once
+    assert result.fetched_bytes == tap.sent
 
 
 async def test_a_rerun_fetches_only_the_rest(

@@ -9,9 +9,11 @@ rerun to resume, and no half-renamed folder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
-from collections.abc import Awaitable, Callable, Iterable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ FILES_IN_FLIGHT = 4
 SEGMENT_BYTES = 256 * 1024 * 1024
 """Bytes asked for per request: each request takes a URL from the book, so a long file's
 URLs are signed again between segments when they near expiry."""
+REPORT_BYTES = 1024 * 1024
+"""Bytes a worker thread reads between progress reports (each one wakes the event loop)."""
 MAX_ATTEMPTS = 5
 """Connection failures per file before the download gives up (a rerun resumes)."""
 
@@ -102,8 +106,9 @@ async def download(
         raise DownloadError(f"cannot use {folder}: {exc.strerror}") from exc
     progress = Progress(files=len(targets))
     report = on_progress or (lambda _: None)
-    async with client.file_client() as files:
-        job = _Job(files, book, targets, progress, report, segment_bytes)
+    blocking = client.blocking_file_client()
+    async with client.file_client() as files, _closing(blocking):
+        job = _Job(files, blocking, book, targets, progress, report, segment_bytes)
         specs = await _bounded([functools.partial(job.head, name) for name in targets], in_flight)
         resumed = job.start_offsets(specs, state)
         target_folder.save(folder, state)
@@ -121,6 +126,7 @@ class _Job:
     def __init__(
         self,
         files: httpx.AsyncClient,
+        blocking: httpx.Client | None,
         book: UrlBook,
         targets: dict[str, Path],
         progress: Progress,
@@ -128,6 +134,9 @@ class _Job:
         segment_bytes: int,
     ) -> None:
         self.files = files
+        self.blocking = blocking
+        self.loop = asyncio.get_running_loop()
+        self.lock = threading.Lock()
         self.book = book
         self.targets = targets
         self.progress = progress
@@ -187,9 +196,8 @@ class _Job:
                     raise httpx.ReadError("the server sent no bytes of the range asked for")
                 offset = reached
             except httpx.TransportError as exc:
-                offset = os.fstat(
-                    fd
-                ).st_size  # written in order: the part's length is where it stopped
+                # Written in order: the part's length is where it stopped.
+                offset = os.fstat(fd).st_size
                 failures += 1
                 if failures >= MAX_ATTEMPTS:
                     raise DownloadError(
@@ -200,15 +208,10 @@ class _Job:
     async def _segment(
         self, fd: int, spec: FileSpec, offset: int, headers: dict[str, str], part: Path
     ) -> int:
+        if self.blocking is not None:
+            return await self._segment_in_thread(fd, spec, offset, headers, part)
         async with self._stream(spec.name, headers) as answer:
-            if answer.status_code != 206:
-                raise DownloadError(
-                    f"{spec.name} changed on the server while it was downloaded (it answered "
-                    f"{answer.status_code} to a range of version {spec.etag}); run it again"
-                )
-            expected = f"bytes {offset}-"
-            if not answer.headers.get("content-range", "").startswith(expected):
-                raise DownloadError(f"{spec.name}: the server sent another range than asked")
+            _check_range(answer, spec, offset)
             async for chunk in answer.aiter_bytes():  # as it comes: a cut keeps what arrived
                 if offset + len(chunk) > spec.size:
                     raise DownloadError(f"{spec.name}: the server sent more than its length")
@@ -221,6 +224,74 @@ class _Job:
                 self.progress.fetched += len(chunk)
                 self.report(self.progress)
         return offset
+
+    async def _segment_in_thread(
+        self, fd: int, spec: FileSpec, offset: int, headers: dict[str, str], part: Path
+    ) -> int:
+        """`_segment` with the body read in a worker thread, on a duplicate of `fd` that the
+        thread closes itself: a cancelled download stops the thread at its next chunk, and
+        the caller's closing `fd` can never redirect its writes."""
+        for renewed in (False, True):
+            url = await self.book.url(spec.name)
+            stop = threading.Event()
+            own = os.dup(fd)
+            read = functools.partial(self._read_blocking, own, spec, offset, headers, part)
+            try:
+                status, reached = await asyncio.to_thread(read, url, stop)
+            except asyncio.CancelledError:
+                stop.set()
+                raise
+            if status != 403 or renewed:
+                return reached
+            await self.book.renew()
+        return offset  # not reached: the loop returns on its second turn
+
+    def _read_blocking(
+        self,
+        fd: int,
+        spec: FileSpec,
+        offset: int,
+        headers: dict[str, str],
+        part: Path,
+        url: str,
+        stop: threading.Event,
+    ) -> tuple[int, int]:
+        """(status, offset reached): a ranged GET of `url` written into `fd` (then closed)."""
+        assert self.blocking is not None
+        unreported = 0
+        try:
+            with self.blocking.stream("GET", url, headers=headers) as answer:
+                if answer.status_code == 403:
+                    return 403, offset
+                if answer.status_code >= 400:
+                    answer.read()
+                    _check_ok(answer, spec.name)
+                _check_range(answer, spec, offset)
+                for chunk in answer.iter_bytes():
+                    if stop.is_set():
+                        break
+                    if offset + len(chunk) > spec.size:
+                        raise DownloadError(f"{spec.name}: the server sent more than its length")
+                    try:
+                        os.pwrite(fd, chunk, offset)
+                    except OSError as exc:
+                        raise _write_error(part, exc) from exc
+                    offset += len(chunk)
+                    unreported += len(chunk)
+                    if unreported >= REPORT_BYTES:
+                        self._count(unreported)
+                        unreported = 0
+                return answer.status_code, offset
+        finally:
+            self._count(unreported)  # also what arrived before a cut
+            os.close(fd)
+
+    def _count(self, fetched: int) -> None:
+        """Add bytes a worker thread fetched; the report runs on the event loop."""
+        with self.lock:
+            self.progress.done += fetched
+            self.progress.fetched += fetched
+        self.loop.call_soon_threadsafe(self.report, self.progress)
 
     def _stream(self, name: str, headers: dict[str, str]) -> _RenewingStream:
         return _RenewingStream(self, name, headers)
@@ -262,6 +333,26 @@ class _RenewingStream:
     async def __aexit__(self, *exc: object) -> None:
         if self.answer is not None:
             await self.answer.aclose()
+
+
+def _check_range(answer: httpx.Response, spec: FileSpec, offset: int) -> None:
+    """DownloadError unless the answer is the range asked for, of the version started."""
+    if answer.status_code != 206:
+        raise DownloadError(
+            f"{spec.name} changed on the server while it was downloaded (it answered "
+            f"{answer.status_code} to a range of version {spec.etag}); run it again"
+        )
+    if not answer.headers.get("content-range", "").startswith(f"bytes {offset}-"):
+        raise DownloadError(f"{spec.name}: the server sent another range than asked")
+
+
+@contextlib.asynccontextmanager
+async def _closing(client: httpx.Client | None) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        if client is not None:
+            client.close()
 
 
 def _check_ok(answer: httpx.Response, name: str) -> None:
