@@ -200,10 +200,20 @@ StoreId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
 class Health(msgspec.Struct, frozen=True, gc=False):
-    """`GET /healthz`; ckpt-tui's own server adds the id of the store it serves."""
+    """`GET /healthz`; ckpt-tui's own server adds the id of the store it serves, and the
+    checkpoint types it signs download URLs for."""
 
     status: str = ""
     store_id: StoreId | None = None
+    signed_downloads: list[CheckpointType] | None = None
+
+
+class SignedUrls(msgspec.Struct, frozen=True, gc=False):
+    """`GET .../external_weights_urls`: one signed URL per file (the SDK's
+    `ExternalWeightsUrlsResponse`), keyed by the file's path inside the checkpoint."""
+
+    urls: dict[str, str]
+    expires: datetime
 
 
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 
 from ckpt_tui import __version__
-from ckpt_tui.cli import demo, list_backends, ls, options, prune, serve, tui
+from ckpt_tui.cli import demo, download, list_backends, ls, options, prune, serve, tui
 
-SUBCOMMANDS = (demo, serve, ls, prune, list_backends)
+SUBCOMMANDS = (demo, serve, ls, prune, download, list_backends)
 
 
 def build_parser() -> argparse.ArgumentParser:

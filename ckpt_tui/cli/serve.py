@@ -26,6 +26,7 @@ from ckpt_tui.cli import allocator, options
 
 API_KEY_ENV = "CKPT_TUI_API_KEY"
 DEFAULT_JWT_LIFETIME = 900
+DEFAULT_URL_LIFETIME = 3600
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
 LISTEN_BACKLOG = 2048
@@ -41,6 +42,8 @@ environment variable {API_KEY_ENV}), every call but GET /api/v1/healthz must sen
 X-API-Key header. The tinker SDK only accepts keys that start with "tml-".
 With --jwt (needs a key) the server works like an organisation with JWT exchange on: clients
 trade the key for a short-lived JWT at POST /api/v1/auth/token and send that JWT instead.
+Download URLs (GET .../external_weights_urls, for every checkpoint type) are signed by the
+server with a secret of its own and valid --url-lifetime seconds; they need no key.
 --credential-cmd (implies --jwt) also tells clients to take the credential to trade from the
 command in $TINKER_CREDENTIAL_CMD.
 A STORE folder that is not writable is refused: the server must be able to delete expired
@@ -94,7 +97,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="tell clients to get their credential from $TINKER_CREDENTIAL_CMD (implies --jwt)",
     )
-    options.add_global_options(
+    parser.add_argument(
+        "--url-lifetime",
+        type=positive_int,
+        default=DEFAULT_URL_LIFETIME,
+        metavar="SECONDS",
+        help=f"how long each signed download URL is valid (default {DEFAULT_URL_LIFETIME})",
+    )
+        options.add_global_options(
         parser, ("readonly", "storage_rate"), after_command=True, helps=SERVE_HELPS
     )
     parser.set_defaults(func=run)
@@ -108,6 +118,8 @@ class AuthOptions(msgspec.Struct, frozen=True, gc=False):
     jwt_lifetime: int | None = None
     """Seconds each JWT lives; None: no JWT exchange."""
     credential_cmd: bool = False
+    url_lifetime: int = DEFAULT_URL_LIFETIME
+    """Seconds each signed download URL lives."""
 
     def describe(self) -> str:
         if self.api_key is None:
@@ -128,13 +140,14 @@ def auth_options(args: argparse.Namespace) -> AuthOptions:
             f"(or set {API_KEY_ENV})"
         )
     lifetime = args.jwt_lifetime if jwt else None
-    return AuthOptions(api_key, key_hint, lifetime, args.credential_cmd)
+    return AuthOptions(api_key, key_hint, lifetime, args.credential_cmd, args.url_lifetime)
 
 
 def build_app(store: Store, auth: AuthOptions, storage_rate: float | None = None) -> Starlette:
     """The server's app over `store`, authenticating as `auth` says; with `storage_rate`, its
     billing endpoint answers the store's usage at that rate."""
     from ckpt_tui.server import create_app
+    from ckpt_tui.server.signing import UrlSigner
     from ckpt_tui.server.tokens import JwtIssuer
 
     issuer = None if auth.jwt_lifetime is None else JwtIssuer(auth.jwt_lifetime)
@@ -144,6 +157,7 @@ def build_app(store: Store, auth: AuthOptions, storage_rate: float | None = None
         jwt=issuer,
         credential_cmd=auth.credential_cmd,
         storage_rate=storage_rate,
+        url_signer=UrlSigner(auth.url_lifetime),
     )
 
 
@@ -281,7 +295,9 @@ def serve_forever(
         return USAGE_ERROR
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        config = uvicorn.Config(build_app(store, auth, storage_rate), log_level="warning")
+        # No access log: signed download URLs carry their signature in the query string.
+        app = build_app(store, auth, storage_rate)
+        config = uvicorn.Config(app, log_level="warning", access_log=False)
         line = start_line(sock, root, auth)
         if storage_rate is not None:
             line += f" | billing at ${storage_rate:g} per GiB-month"

@@ -10,9 +10,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
+from ckpt_tui.api_types import CheckpointType
 from ckpt_tui.server.auth import AuthMiddleware
+from ckpt_tui.server.downloads import ALL_SIGNED_TYPES
 from ckpt_tui.server.error_responses import http_exception_handler, internal_error_handler
 from ckpt_tui.server.routes import ROUTES
+from ckpt_tui.server.signing import UrlSigner
 from ckpt_tui.server.sweeper import sweeping_lifespan
 from ckpt_tui.server.tokens import JwtIssuer
 from ckpt_tui.store import Store
@@ -28,6 +31,8 @@ def create_app(
     credential_cmd: bool = False,
     sweep_interval: float | None = DEFAULT_SWEEP_INTERVAL,
     storage_rate: float | None = None,
+    url_signer: UrlSigner | None = None,
+    signed_types: tuple[CheckpointType, ...] = ALL_SIGNED_TYPES,
 ) -> Starlette:
     """Build the ASGI app over `store` (which the caller opens and closes).
 
@@ -40,6 +45,8 @@ def create_app(
     runs (the store also sweeps when opened); None turns the background sweep off.
     With `storage_rate` (USD per GiB-month), `GET /api/v1/billing/usage/checkpoints/current`
     answers the store's usage at that rate; without, it is a 404 (ckpt_tui.server.billing).
+    `url_signer` signs download URLs (default: a fresh secret, URLs valid an hour) for the
+    checkpoint types in `signed_types` (ckpt_tui.server.downloads).
     """
     if api_key is not None and not api_key:
         raise ValueError("api_key must be a non-empty string or None")
@@ -66,6 +73,8 @@ def create_app(
     app.state.store = store
     app.state.jwt_issuer = jwt
     app.state.storage_rate = storage_rate
+    app.state.url_signer = url_signer or UrlSigner()
+    app.state.signed_types = signed_types
     app.state.client_config = client_config(jwt is not None, credential_cmd)
     return app
 

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ckpt_tui.server.error_responses import error_response
+from ckpt_tui.server.signing import SIGNED_PREFIX
 from ckpt_tui.server.tokens import JwtIssuer
 
 OPEN_PATHS = frozenset({"/api/v1/healthz"})
@@ -66,7 +67,11 @@ class AuthMiddleware:
     def refusal(self, scope: Scope) -> Response | None:
         """The 401 answer for this request, or None to let it through."""
         path = scope["path"]
-        if path in OPEN_PATHS or (self.issuer is not None and path == CLIENT_CONFIG_PATH):
+        if (
+            path in OPEN_PATHS
+            or path.startswith(SIGNED_PREFIX)
+            or (self.issuer is not None and path == CLIENT_CONFIG_PATH)
+        ):
             return None
         presented = presented_key(Headers(scope=scope))
         if self.issuer is None or path == TOKEN_PATH:

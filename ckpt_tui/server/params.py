@@ -23,7 +23,7 @@ MAX_QUERY_INT = 2**63 - 1
 """Largest offset or limit accepted (SQLite's integers); anything longer is refused (400)."""
 
 ACCESS_SCOPES = ("owned", "accessible")
-CHECKPOINT_ACTIONS = ("publish", "ttl")
+CHECKPOINT_ACTIONS = ("publish", "ttl", "external_weights_urls")
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def split_checkpoint_tail(tail: str) -> tuple[str, str | None]:
         raise ApiError(
             404,
             f"no such endpoint: {tail!r} is not SEGMENT/NAME, SEGMENT/NAME/publish "
-            "or SEGMENT/NAME/ttl",
+            "SEGMENT/NAME/ttl or SEGMENT/NAME/external_weights_urls",
         )
     split_checkpoint_id(checkpoint_id)
     return checkpoint_id, action

@@ -21,6 +21,7 @@ from ckpt_tui.api_types import (
     TrainingRunsPage,
 )
 from ckpt_tui.server.billing import checkpoint_storage_usage
+from ckpt_tui.server.downloads import external_weights_urls, signed_file
 from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.error_responses import ApiError, guarded
 from ckpt_tui.server.params import (
@@ -33,6 +34,7 @@ from ckpt_tui.server.params import (
     read_json_object,
     split_checkpoint_tail,
 )
+from ckpt_tui.server.signing import SIGNED_PREFIX
 from ckpt_tui.store import Store
 from ckpt_tui.store.unread import ReadProblems
 
@@ -46,13 +48,14 @@ def _store(request: Request) -> Store:
 
 
 async def healthz(request: Request) -> Response:
-    """Open to all (no key): ok, and the id of the store served, by which a client tells
-    that two of its backends are one store (ckpt_tui.backends.identity)."""
+    """Open to all (no key): ok, the id of the store served, by which a client tells
+    that two of its backends are one store (ckpt_tui.backends.identity), and the checkpoint
+    types whose files it signs download URLs for (ckpt_tui.server.downloads)."""
     answer = {"status": "ok"}
     store_id = _store(request).store_id
     if store_id is not None:
         answer["store_id"] = store_id
-    return json_response(answer)
+    return json_response({**answer, "signed_downloads": request.app.state.signed_types})
 
 
 async def client_config(request: Request) -> Response:
@@ -115,7 +118,8 @@ def _said(problems: ReadProblems) -> StoreProblems | None:
 
 
 async def checkpoint_action(request: Request) -> Response:
-    """DELETE a checkpoint, POST/DELETE its `/publish`, PUT its `/ttl`."""
+    """DELETE a checkpoint, POST/DELETE its `/publish`, PUT its `/ttl`, GET its
+    `/external_weights_urls`."""
     run_id = path_run_id(request)
     checkpoint_id, action = split_checkpoint_tail(str(request.path_params["tail"]))
     store = _store(request)
@@ -125,11 +129,18 @@ async def checkpoint_action(request: Request) -> Response:
     elif key in (("publish", "POST"), ("publish", "DELETE")):
         public = request.method == "POST"
         await run_in_threadpool(store.set_public, run_id, checkpoint_id, public)
+    elif key == ("external_weights_urls", "GET"):
+        return await external_weights_urls(request, run_id, checkpoint_id)
     elif key == ("ttl", "PUT"):
         ttl = parse_ttl_body(await read_json_object(request))
         await run_in_threadpool(store.set_ttl, run_id, checkpoint_id, ttl)
     else:
-        allowed = {None: "DELETE", "publish": "POST, DELETE", "ttl": "PUT"}[action]
+        allowed = {
+            None: "DELETE",
+            "publish": "POST, DELETE",
+            "ttl": "PUT",
+            "external_weights_urls": "GET",
+        }[action]
         what = "a checkpoint" if action is None else f"a checkpoint's /{action}"
         raise ApiError(405, f"method {request.method} is not allowed on {what} (use {allowed})")
     return Response(status_code=204)
@@ -158,8 +169,9 @@ ROUTES = [
     _route(
         f"{API}/training_runs/{{run_id}}/checkpoints/{{tail:path}}",
         checkpoint_action,
-        ["DELETE", "POST", "PUT"],
+        ["GET", "DELETE", "POST", "PUT"],
     ),
+    _route(f"{SIGNED_PREFIX}{{run_id}}/{{segment}}/{{name}}/{{file:path}}", signed_file, ["GET"]),
     _route(f"{API}/checkpoints", list_checkpoints, ["GET"]),
     _route(f"{API}/weights_info", weights_info, ["POST"]),
     _route(f"{API}/billing/usage/checkpoints/current", checkpoint_storage_usage, ["GET"]),

@@ -22,13 +22,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from msgspec import Raw
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
+from ckpt_tui.store import export
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.export import CheckpointFile
 from ckpt_tui.store.guard import Guard, locked
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
@@ -62,6 +64,7 @@ class Store:
         self.root: Path = layout.root
         self.clock = clock
         self.guard = Guard(layout.root)
+        self._layout = layout
         self._ledger = Ledger(meta, clock)
         self._watcher = Watcher(layout, self._ledger, self.guard, settle_seconds)
         self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade)
@@ -257,6 +260,20 @@ class Store:
     def checkpoint_dir(self, run_id: str, checkpoint_id: str) -> Path:
         """Where a live checkpoint's files are (e.g. to write large files, then refresh)."""
         return self._watcher.live_entry(run_id, checkpoint_id).path
+
+    def checkpoint_files(self, run_id: str, checkpoint_id: str) -> list[CheckpointFile]:
+        """A live checkpoint's regular files and their sizes (for signed downloads)."""
+        folder = self._readable_dir(run_id, checkpoint_id)
+        return export.list_files(folder)
+
+    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> BinaryIO:
+        """One of a live checkpoint's files, opened for reading without following links."""
+        return export.open_file(self._readable_dir(run_id, checkpoint_id), name)
+
+    def _readable_dir(self, run_id: str, checkpoint_id: str) -> str:
+        folder = self.checkpoint_dir(run_id, checkpoint_id)
+        self._layout.ensure_inside(folder)
+        return str(folder)
 
     # --- writes ----------------------------------------------------------------------------
     @locked

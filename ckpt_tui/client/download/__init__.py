@@ -1,0 +1,23 @@
+"""Downloading a checkpoint's files through signed URLs: see `engine`."""
+
+from ckpt_tui.client.download.engine import (
+    DownloadError,
+    Progress,
+    Result,
+    cannot_sign,
+    download,
+)
+from ckpt_tui.client.download.folder import FolderRefused
+from ckpt_tui.client.download.targets import UnsafeDownload
+from ckpt_tui.client.download.verify import VerifyError
+
+__all__ = [
+    "DownloadError",
+    "FolderRefused",
+    "Progress",
+    "Result",
+    "UnsafeDownload",
+    "VerifyError",
+    "cannot_sign",
+    "download",
+]

@@ -1,0 +1,216 @@
+"""ckpt_tui.client.download against a real server (behind a small fault-injecting tap)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ckpt_tui.api_types import TinkerPath
+from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client.download import (
+    DownloadError,
+    FolderRefused,
+    Progress,
+    VerifyError,
+    download,
+)
+from ckpt_tui.server import create_app
+from ckpt_tui.server.signing import UrlSigner
+from ckpt_tui.store import Store
+from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support.file_tap import FileTap
+from tests.support.live_server import run_server
+from tests.support.mounts import tmpfs_on
+from tests.support.safetensors_files import write_real
+
+PATH = TinkerPath.parse("tinker://run-1/external_weights/final")
+BIG = os.urandom(300_000)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, bytes]:
+    shard = write_real(tmp_path / "shard.safetensors", {"w": ("F32", [64, 64])})
+    return {
+        "model.safetensors": shard.read_bytes(),
+        "big.bin": BIG,
+        "sub/config.json": b'{"a": 1}',
+        "empty.txt": b"",
+    }
+
+
+@pytest.fixture
+def tap(store: Store, files: dict[str, bytes]) -> FileTap:
+    store.create_run("run-1", "base/model")
+    store.add_checkpoint("run-1", "external_weights/final", files)
+    return FileTap(create_app(store, sweep_interval=None, url_signer=UrlSigner(600)))
+
+
+@pytest.fixture
+def url(tap: FileTap) -> Iterator[str]:
+    with run_server(tap) as base:
+        yield base
+
+
+@pytest.fixture
+async def client(url: str) -> AsyncIterator[CheckpointClient]:
+    async with CheckpointClient(Backend.remote(url)) as opened:
+        yield opened
+
+
+def held(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+async def test_downloads_exactly_the_checkpoint(
+    client: CheckpointClient, tmp_path: Path, files: dict[str, bytes], clock: FixedClock
+) -> None:
+    seen: list[int] = []
+    result = await download(
+        client, PATH, tmp_path / "out", clock=clock, on_progress=lambda p: seen.append(p.done)
+    )
+    assert held(tmp_path / "out") == files  # no .part, no state file, nothing extra
+    assert result.bytes == result.fetched_bytes == sum(map(len, files.values()))
+    assert seen[-1] == result.bytes
+
+
+async def test_a_cut_connection_is_resumed_not_restarted(
+    client: CheckpointClient,
+    tap: FileTap,
+    tmp_path: Path,
+    files: dict[str, bytes],
+    clock: FixedClock,
+) -> None:
+    tap.cut_after = 100_000
+    out = tmp_path / "out"
+    result = await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
+    assert held(tmp_path / "out") == files
+    assert tap.statuses.count(206) > len(files)  # big.bin came in several ranges
+    assert tap.sent == sum(map(len, files.values()))  # every byte sent once
+    assert result.fetched_bytes == tap.sent
+
+
+async def test_a_rerun_fetches_only_the_rest(
+    client: CheckpointClient,
+    tap: FileTap,
+    tmp_path: Path,
+    files: dict[str, bytes],
+    clock: FixedClock,
+) -> None:
+    out = tmp_path / "out"
+    tap.cut_after, tap.refuse_after_cut = 120_000, True
+    with pytest.raises(DownloadError, match="503"):
+        await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
+    assert not (out / "big.bin").exists()  # nothing renamed
+    kept = (out / "big.bin.part").stat().st_size
+    assert kept > 0
+    tap.reset()
+    result = await download(client, PATH, out, clock=clock)
+    assert held(out) == files
+    assert result.fetched_bytes == tap.sent <= sum(map(len, files.values())) - kept
+
+
+async def test_a_changed_file_starts_over(
+    client: CheckpointClient, tap: FileTap, store: Store, tmp_path: Path, clock: FixedClock
+) -> None:
+    out = tmp_path / "out"
+    tap.cut_after, tap.refuse_after_cut = 120_000, True
+    with pytest.raises(DownloadError):
+        await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
+    changed = bytes(reversed(BIG))
+    folder = store.checkpoint_dir("run-1", "external_weights/final")
+    (folder / "big.bin").write_bytes(changed)
+    store.refresh_checkpoint("run-1", "external_weights/final")
+    tap.reset()
+    await download(client, PATH, out, clock=clock)
+    assert (out / "big.bin").read_bytes() == changed
+
+
+async def test_urls_are_signed_again_before_they_expire(
+    client: CheckpointClient,
+    tap: FileTap,
+    tmp_path: Path,
+    files: dict[str, bytes],
+    clock: FixedClock,
+) -> None:
+    def later(progress: Progress) -> None:
+        clock.advance(timedelta(seconds=200))  # a 600 s URL is stale after two chunks
+
+    await download(
+        client, PATH, tmp_path / "out", clock=clock, on_progress=later, segment_bytes=64_000
+    )
+    assert held(tmp_path / "out") == files
+    assert tap.url_asks > 2
+    assert 403 not in tap.statuses  # renewed before expiry, never after a refusal
+
+
+async def test_a_complete_folder_needs_force_an_other_one_is_refused(
+    client: CheckpointClient, tmp_path: Path, files: dict[str, bytes], clock: FixedClock
+) -> None:
+    out = tmp_path / "out"
+    await download(client, PATH, out, clock=clock)
+    with pytest.raises(FolderRefused, match="--force"):
+        await download(client, PATH, out, clock=clock)
+    await download(client, PATH, out, clock=clock, force=True)
+    assert held(out) == files
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mine.txt").write_text("keep")
+    with pytest.raises(FolderRefused, match="other files"):
+        await download(client, PATH, tmp_path / "other", clock=clock, force=True)
+    assert held(tmp_path / "other") == {"mine.txt": b"keep"}
+
+
+async def test_a_bad_safetensors_file_keeps_its_part(
+    store: Store, tmp_path: Path, clock: FixedClock
+) -> None:
+    store.create_run("run-2", "base/model")
+    store.add_checkpoint("run-2", "weights/0001", {"adapter.safetensors": b"\xff" * 64})
+    with run_server(create_app(store, sweep_interval=None)) as base:
+        async with CheckpointClient(Backend.remote(base)) as client:
+            path = TinkerPath.parse("tinker://run-2/weights/0001")
+            with pytest.raises(VerifyError, match="is kept"):
+                await download(client, path, tmp_path / "out", clock=clock)
+    assert (tmp_path / "out" / "adapter.safetensors.part").exists()
+    assert not (tmp_path / "out" / "adapter.safetensors").exists()
+
+
+async def test_a_server_that_cannot_sign_says_what_works(
+    store: Store, tmp_path: Path, clock: FixedClock
+) -> None:
+    store.create_run("run-2", "base/model")
+    store.add_checkpoint("run-2", "weights/0001", {"adapter.bin": b"w"})
+    app = create_app(store, sweep_interval=None, signed_types=("external",))
+    with run_server(app) as base:
+        async with CheckpointClient(Backend.remote(base)) as client:
+            path = TinkerPath.parse("tinker://run-2/weights/0001")
+            with pytest.raises(DownloadError, match="save_weights_external"):
+                await download(client, path, tmp_path / "out", clock=clock)
+    assert not (tmp_path / "out").exists()
+
+
+async def test_a_full_disk_is_a_clear_error_and_nothing_is_renamed(
+    client: CheckpointClient, tmp_path: Path, clock: FixedClock
+) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    with tmpfs_on(small, "64k"):
+        with pytest.raises(DownloadError, match="No space left"):
+            await download(client, PATH, small / "out", clock=clock)
+        names = {p.name for p in (small / "out").rglob("*") if p.is_file()}
+        assert "big.bin" not in names and "model.safetensors" not in names
+
+
+async def test_a_refused_write_is_a_clear_error(
+    client: CheckpointClient, tmp_path: Path, clock: FixedClock
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    with tmpfs_on(locked, "1m"):
+        subprocess.run(["mount", "-o", "remount,ro", str(locked)], check=True, timeout=60)
+        with pytest.raises(DownloadError, match="Read-only file system"):
+            await download(client, PATH, locked / "out", clock=clock)
+        assert list(locked.iterdir()) == []
