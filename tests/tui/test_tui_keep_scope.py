@@ -1,0 +1,108 @@
+"""`K` over `ckpt-tui demo`'s two backends, keys pressed as a person types them: the scope
+and title follow what is highlighted, and the delete dialog it leads to says truly why some
+checkpoints are not on screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Button, Static
+
+from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.fleet_view import row_key
+from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
+from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
+from tests.support.dialogs import shown_text
+from tests.support.tui import checkpoints, pictured_demo, screen_text, settle, shown
+
+
+def policy_dialog(app: CkptApp) -> KeepPolicyScreen:
+    dialog = app.screen
+    assert isinstance(dialog, KeepPolicyScreen)
+    return dialog
+
+
+def title(app: CkptApp) -> str:
+    return str(policy_dialog(app).query_one("#kp-box").border_title)
+
+
+def scope(app: CkptApp) -> str:
+    return shown_text(policy_dialog(app).query_one("#kp-scope", Static))
+
+
+async def to_delete_button(pilot: Pilot[None], app: CkptApp) -> None:
+    """From the Keep last field, back round to the Delete button."""
+    for _ in range(8):
+        if app.focused is not None and app.focused.id == "kp-delete":
+            return
+        await pilot.press("shift+tab")
+    raise AssertionError(f"shift+tab never reached Delete (at {app.focused})")
+
+
+async def test_K_on_a_backend_row_plans_on_that_backend_only(tmp_path: Path) -> None:
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)  # the cursor starts on tinker-demo's own row
+            await pilot.press("K")
+            await pilot.pause()
+            assert "all 6 runs on tinker-demo" in scope(app)
+            assert "gpu-box" not in title(app) and "tinker-demo" in title(app)
+            assert {row.backend for row in policy_dialog(app).rows} == {"tinker-demo"}
+
+
+async def test_K_on_one_run_names_its_backend_and_the_buttons_are_whole(tmp_path: Path) -> None:
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("j", "K")  # the first run under tinker-demo
+            await pilot.pause()
+            assert title(app).startswith("Keep policy on tinker-demo")
+            assert "2 backends" not in title(app)
+            await pilot.press("1")  # keep last 1
+            await pilot.pause()
+            delete = policy_dialog(app).query_one("#kp-delete", Button)
+            label = str(delete.label)
+            assert label.startswith("Delete ") and not label.endswith("…")
+            assert label in screen_text(app)
+            await pilot.press("shift+tab", "space")  # tick "all 8 runs": both backends now
+            await pilot.pause()
+            assert title(app) == "Keep policy on 2 backends: tinker-demo, gpu-box"
+
+
+async def test_the_delete_dialog_K_leads_to_says_why_rows_are_not_shown(tmp_path: Path) -> None:
+    """No filter is set: rows on other runs and backends are not "hidden by the filter"."""
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            await pilot.press("j", "K", "1")  # one run, keep last 1
+            await pilot.pause()
+            await pilot.press("shift+tab", "space")  # every run, on both backends
+            await pilot.pause()
+            await to_delete_button(pilot, app)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, DeleteDialog)
+            text = screen_text(app)
+            assert "filter" not in text
+            assert "not in the checkpoints list on screen" in text
+
+
+async def test_rows_a_filter_hides_are_still_said_to_be_hidden_by_it(tmp_path: Path) -> None:
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "slash", *"llama-1b-sft", "enter", "ctrl+a")
+            await settle(pilot)
+            marked = set(checkpoints(app).marks)
+            await pilot.press("slash", *["backspace"] * 12, *"checkpoint-2000", "enter")
+            await settle(pilot)
+            hidden = len(marked - {row_key(row) for row in shown(app)})
+            assert len(marked) == 4 and 0 < hidden < 4
+            await pilot.press("d")
+            await pilot.pause()
+            assert isinstance(app.screen, DeleteDialog)
+            text = screen_text(app)
+            verb = "is" if hidden == 1 else "are"
+            assert f"{hidden} of these {verb} hidden by the current filter" in text
+            assert "not in the checkpoints list" not in text
