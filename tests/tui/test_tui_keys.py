@@ -177,6 +177,50 @@ def footer_and_header(app: CkptApp) -> tuple[str, str]:
     return header, footer
 
 
+FOOTER_HINTS = (
+    "q Quit",
+    "? Help",
+    "p Publish",
+    "t TTL",
+    "d Delete",
+    "K Keep policy",
+    "/ Filter",
+    "s Sort",
+    "v View",
+    "r Refresh",
+    "c Copy path",
+)
+
+
+def whole_hints(footer: str) -> bool:
+    """Whether the footer's hints are the first few of FOOTER_HINTS, each key with its label
+    (compared without blanks: the compact footer's gaps are margins, no text in a screenshot)."""
+    shown = "".join(footer.split())
+    wholes = ["".join("".join(FOOTER_HINTS[:n]).split()) for n in range(len(FOOTER_HINTS) + 1)]
+    return shown in wholes
+
+
+def footer_line(app: CkptApp) -> str:
+    return next(line for line in reversed(screen_text(app).splitlines()) if line.strip())
+
+
+@pytest.mark.parametrize("size", [(59, 15), (80, 24), (100, 30), (120, 36)])
+async def test_the_footer_shows_whole_hints_and_nothing_past_the_palette_key(
+    demo: ServedDemo, size: tuple[int, int]
+) -> None:
+    """At 80 columns it ended "^p palettee", at 59 "palettet", at 100 "c " with no label."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(*size)
+        await settle(pilot)
+        hints, palette = footer_line(app).split("▏")
+        assert palette.strip() == "^p palette"
+        assert whole_hints(hints) and "d Delete" in hints, hints
+        if size[0] >= 120:
+            assert "c Copy path" in hints
+
+
 @pytest.mark.parametrize("readonly", [True, False])
 async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
     demo: ServedDemo, readonly: bool

@@ -52,6 +52,7 @@ from ckpt_tui.tui.status import StatusFacts, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
+from ckpt_tui.tui.widgets.fitting_footer import FittingFooter
 from ckpt_tui.tui.widgets.status_lines import HeaderLine, StatusLine
 
 SHORT = 30
@@ -196,7 +197,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             placeholder="filter by name, path or metadata; enter keeps it, esc clears",
         )
         yield StatusLine(id="status-line").data_bind(facts=MainScreen.status)
-        yield Footer()
+        yield FittingFooter()
 
     @property
     def runs_table(self) -> FastTable[RunsEntry]:
