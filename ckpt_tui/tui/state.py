@@ -274,7 +274,8 @@ def counts_text(
     rows: Sequence[CheckpointRow],
 ) -> str:
     """What the status line counts: how many the expiring-soon view holds and their size;
-    with a filter, how many of the view's rows match."""
+    with a filter, how many of the view's rows match, and which rows those are ('in RUN',
+    'on BACKEND', 'on 2 backends'): by run, one run's or backend's; else every backend's."""
     parts = []
     if state.view == "expiring":
         size = format_total(total(row.size for row in rows))
@@ -282,8 +283,22 @@ def counts_text(
     if state.filter_text:
         every = cache.index(catalog, state).rows  # the view's rows before the filter
         whole = len(expiring_rows(every, now, state.window) if state.view == "expiring" else every)
-        parts.append(f"{len(rows):,} of {whole:,} match")
+        scope = counted_scope(catalog, state)
+        parts.append(f"{len(rows):,} of {whole:,}{' ' if scope else ''}{scope} match")
     return " · ".join(parts)
+
+
+def counted_scope(catalog: FleetCatalog, state: BrowseState) -> str:
+    """Whose rows 'N of M match' counts: the highlighted run's or backend's in the by-run
+    view, every backend's elsewhere ('' when there is one backend and no run to name)."""
+    if state.view == "runs":
+        key = state.run_key
+        run = catalog.run(key)
+        if run is not None:
+            return f"in {run.display_name}"
+        return f"on {key[0]}" if key is not None and key[1] == "" else ""
+    names = catalog.fleet.names
+    return f"on all {len(names)} backends" if catalog.several else ""
 
 
 def metric_choices(catalog: FleetCatalog) -> list[str]:

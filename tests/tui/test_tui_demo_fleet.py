@@ -1,6 +1,6 @@
-"""`K` over `ckpt-tui demo`'s two backends, keys pressed as a person types them: the scope
-and title follow what is highlighted, and the delete dialog it leads to says truly why some
-checkpoints are not on screen."""
+"""Keys pressed as a person types them over `ckpt-tui demo`'s two backends: `K`'s scope and
+title follow what is highlighted, the delete dialog says truly why some checkpoints are not on
+screen, and the filter's count says whose rows it counts."""
 
 from __future__ import annotations
 
@@ -9,12 +9,21 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Button, Static
 
+from ckpt_tui.catalog import RunSummary
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from tests.support.dialogs import shown_text
-from tests.support.tui import checkpoints, pictured_demo, screen_text, settle, shown
+from tests.support.tui import (
+    checkpoints,
+    pictured_demo,
+    runs_pane,
+    screen_of,
+    screen_text,
+    settle,
+    shown,
+)
 
 
 def policy_dialog(app: CkptApp) -> KeepPolicyScreen:
@@ -55,8 +64,9 @@ async def test_K_on_one_run_names_its_backend_and_the_buttons_are_whole(tmp_path
     with pictured_demo(tmp_path / "demo", with_box=True) as app:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            await pilot.press("j", "K")  # the first run under tinker-demo
+            await pilot.press("shift+tab", "j", "K")  # the first run under tinker-demo
             await pilot.pause()
+            assert "Runs: rl/qwen3-8b-math" in scope(app)
             assert title(app).startswith("Keep policy on tinker-demo")
             assert "2 backends" not in title(app)
             await pilot.press("1")  # keep last 1
@@ -75,7 +85,7 @@ async def test_the_delete_dialog_K_leads_to_says_why_rows_are_not_shown(tmp_path
     with pictured_demo(tmp_path / "demo", with_box=True) as app:
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(pilot)
-            await pilot.press("j", "K", "1")  # one run, keep last 1
+            await pilot.press("shift+tab", "j", "K", "1")  # one run, keep last 1
             await pilot.pause()
             await pilot.press("shift+tab", "space")  # every run, on both backends
             await pilot.pause()
@@ -106,3 +116,33 @@ async def test_rows_a_filter_hides_are_still_said_to_be_hidden_by_it(tmp_path: P
             verb = "is" if hidden == 1 else "are"
             assert f"{hidden} of these {verb} hidden by the current filter" in text
             assert "not in the checkpoints list" not in text
+
+
+def status_line(app: CkptApp) -> str:
+    return next(line for line in screen_text(app).splitlines() if " match" in line)
+
+
+async def test_the_filter_count_says_whose_rows_it_counts(tmp_path: Path) -> None:
+    """By run it counts the highlighted run's or backend's rows; all checkpoints, both's."""
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            catalog = screen_of(app).catalog
+            assert catalog is not None
+            on_box = sum(row.backend == "gpu-box" for row in catalog.rows)
+            await pilot.press("slash", *"checkpoint-", "enter")  # only gpu-box's Trainer saves
+            await settle(pilot)
+            assert f"{on_box} of {on_box} on gpu-box match" in status_line(app)
+            await pilot.press("shift+tab")  # onto the runs pane
+            for _ in range(3):  # down to gpu-box's first run
+                await pilot.press("j")
+                await settle(pilot)
+                run = runs_pane(app).cursor_value
+                if isinstance(run, RunSummary):
+                    break
+            assert isinstance(run, RunSummary) and run.backend == "gpu-box"
+            count = len(run.rows)
+            assert f"{count} of {count} in {run.display_name} match" in status_line(app)
+            await pilot.press("2")
+            await settle(pilot)
+            assert f"{on_box} of {len(catalog.rows)} on all 2 backends match" in status_line(app)
