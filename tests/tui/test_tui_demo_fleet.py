@@ -4,8 +4,11 @@ screen, and the filter's count says whose rows it counts."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
+from starlette.types import ASGIApp
 from textual.pilot import Pilot
 from textual.widgets import Button, Static
 
@@ -15,6 +18,7 @@ from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from tests.support.dialogs import shown_text
+from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
     checkpoints,
     pictured_demo,
@@ -146,3 +150,45 @@ async def test_the_filter_count_says_whose_rows_it_counts(tmp_path: Path) -> Non
             await pilot.press("2")
             await settle(pilot)
             assert f"{on_box} of {len(catalog.rows)} on all 2 backends match" in status_line(app)
+
+
+def held(gates: list[threading.Event]) -> Callable[[ASGIApp], ASGIApp]:
+    """A wrap for tinker-demo's server whose GETs wait for the gate it appends to `gates`."""
+
+    def wrap(server: ASGIApp) -> ASGIApp:
+        faulty = FaultyApp(server)
+        gates.append(faulty.hold(method="GET"))
+        return faulty
+
+    return wrap
+
+
+async def status_once(pilot: Pilot[None], app: CkptApp, wanted: str) -> str:
+    """The status line once it says `wanted` (pauses until it does, a bounded number)."""
+    for _ in range(200):
+        line = str(screen_of(app).query_one("#status-line").render())
+        if wanted in line:
+            return line
+        await pilot.pause()
+    raise AssertionError(f"the status line never said {wanted!r}: {line}")
+
+
+async def test_loading_names_each_backend_and_what_it_waits_for(tmp_path: Path) -> None:
+    """A slow backend says it waits for its server, by name, not a bare 'Loading…'."""
+    gates: list[threading.Event] = []
+    with pictured_demo(tmp_path / "demo", held(gates), with_box=True) as app:
+        try:
+            async with app.run_test(size=(120, 36)) as pilot:
+                line = await status_once(pilot, app, "Loading: ")
+                assert "tinker-demo waiting for the server" in line
+                gates[0].set()
+                await settle(pilot)
+                assert "Loading" not in str(screen_of(app).query_one("#status-line").render())
+                gates[0].clear()
+                await pilot.press("r")
+                line = await status_once(pilot, app, "Refreshing: ")
+                assert "tinker-demo waiting for the server" in line
+                gates[0].set()
+                await settle(pilot)
+        finally:
+            gates[0].set()

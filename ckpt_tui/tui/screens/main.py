@@ -48,7 +48,7 @@ from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.status import StatusFacts, marked_text
+from ckpt_tui.tui.status import BackendProgress, StatusFacts, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
@@ -93,7 +93,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     """The backends loading now."""
     refreshing = var(False)
     """Only loads over shown backends: they stay shown until their new lists are whole."""
-    progress: var[tuple[int, int] | None] = var(None)
+    progress: var[tuple[BackendProgress, ...]] = var(())
     bulk_progress = var("")
     """'Deleting 12 of 40…' while a change runs."""
     marked = var("")
