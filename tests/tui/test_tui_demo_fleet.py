@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from starlette.types import ASGIApp
 from textual.pilot import Pilot
 from textual.widgets import Button, Static
@@ -192,3 +193,32 @@ async def test_loading_names_each_backend_and_what_it_waits_for(tmp_path: Path) 
                 await settle(pilot)
         finally:
             gates[0].set()
+
+
+def table_header(app: CkptApp) -> str:
+    return next(line for line in screen_text(app).splitlines() if "Checkpoint " in line)
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_the_sorted_column_shows_and_carries_the_arrow(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """All checkpoints over two backends: sorted by created, Created shows (at 120 columns;
+    at 80 the kind keeps its room); by expiry the arrow sits on Expires; by name, which orders
+    by run first, on Run (at 80 columns Run has no room: no arrow), never on Checkpoint."""
+    with pictured_demo(tmp_path / "demo", with_box=True) as app:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("2")
+            await settle(pilot)
+            assert ("Created ▲" in table_header(app)) == (size[0] >= 120)
+            await pilot.press("s", "s")  # size, then expiry
+            await settle(pilot)
+            assert "Expires ▲" in table_header(app)
+            await pilot.press("s")  # name
+            await settle(pilot)
+            header = table_header(app)
+            assert "Checkpoint ▲" not in header
+            assert "Run ▲" in header if size[0] >= 120 else " Run " not in header
+            names = [(row.run_name.lower(), row.name.lower()) for row in shown(app)]
+            assert names == sorted(names)

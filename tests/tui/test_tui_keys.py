@@ -125,7 +125,7 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(pilot)
             row = highlighted(app)
-            await pilot.press("t", "enter")  # the first preset: extend by 1 day
+            await pilot.press("t", "1", "enter")  # the first preset: extend by 1 day
             await pilot.pause()
             assert screen_of(app).changes.running is not None
             for key in ("q", "ctrl+c"):
