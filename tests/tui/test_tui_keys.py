@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
@@ -147,6 +148,25 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
             assert not app.is_running
     finally:
         gate.set()
+
+
+async def test_ctrl_c_in_a_text_box_copies_and_never_quits(demo: ServedDemo) -> None:
+    """As in Textual's text boxes: ctrl+c there copies the selection (or only says so);
+    outside a text box it quits as q does."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"llama", "ctrl+c")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.focused, Input)
+        assert app.focused.value == "llama"
+        assert any("ctrl+q quits" in n.message for n in app._notifications)
+        await pilot.press("shift+home", "ctrl+c")  # select what was typed, then copy it
+        await pilot.pause()
+        assert app.is_running and app.clipboard == "llama"
+        await pilot.press("escape", "ctrl+c")  # out of the box: ctrl+c quits
+        await pilot.pause()
+        assert not app.is_running
 
 
 async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyApp]) -> None:
