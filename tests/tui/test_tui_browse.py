@@ -140,6 +140,19 @@ def burst(app: CkptApp, *keys: str) -> None:
         app.post_message(events.Key(key, key if len(key) == 1 else None))
 
 
+async def test_a_view_key_then_slash_in_one_burst_switches_view_then_filters(
+    demo: ServedDemo,
+) -> None:
+    """In tmux "2/" arrives in one read: the 2 was lost (the priority "/" ran first)."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        burst(app, "2", "slash", *"rl")
+        await settle(pilot)
+        state = screen_of(app).state
+        assert state.view == "all" and state.filter_text == "rl"
+
+
 async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -449,6 +449,24 @@ class MainScreen(Screen[None], inherit_bindings=False):
             return readonly
         return not (action == "filter" and isinstance(self.focused, Input))
 
+    async def on_key(self, event: events.Key) -> None:
+        """A key read while a table had focus, but handled after the priority "/" moved the
+        focus into the filter box ("2/" in one burst over tmux or SSH): do what it does on the
+        table. The box types its own printable keys and stops them, so a printable key that
+        reaches the screen while the box has focus was read before the "/"."""
+        if not (event.is_printable and isinstance(self.focused, FilterBox)):
+            return
+        # The screen's own bindings: with the box focused, Textual leaves printable keys to it.
+        binding = next(
+            (b for b in self.BINDINGS if isinstance(b, Binding) and event.key in b.key.split(",")),
+            None,
+        )
+        if binding is None:
+            return
+        event.stop()
+        event.prevent_default()
+        await self.run_action(binding.action)
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
@@ -495,7 +513,8 @@ class MainScreen(Screen[None], inherit_bindings=False):
 
     def show_view(self, state: BrowseState) -> None:
         self.state = state
-        self.set_focus(self.checkpoints_table)
+        if not isinstance(self.focused, FilterBox):  # "2/" in one burst: "/" came first
+            self.set_focus(self.checkpoints_table)
 
     def action_cycle_window(self) -> None:
         self.state = self.state.cycled_window()
