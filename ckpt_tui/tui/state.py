@@ -185,6 +185,10 @@ class SortedRows:
         # sort key or flipping it back then costs nothing (a 100,000-row sort is 10-40 ms of a
         # 50 ms key press).
         self._current: tuple[FleetCatalog | None, Orders] = (None, {})
+        self._widths: tuple[FleetCatalog | None, dict[tuple[object, ...], dict[str, int]]] = (
+            None,
+            {},
+        )
 
     @staticmethod
     def key_of(catalog: FleetCatalog, state: BrowseState) -> tuple[object, ...]:
@@ -218,6 +222,22 @@ class SortedRows:
         found = orders.get(key)
         if found is None:
             found = orders[key] = rows_index(catalog, self.compute(catalog, state))
+        return found
+
+    def widths(
+        self,
+        catalog: FleetCatalog,
+        state: BrowseState,
+        measure: Callable[[Sequence[CheckpointRow]], dict[str, int]],
+    ) -> dict[str, int]:
+        """`measure` of the current view's rows before the filter, once per view (its sort
+        changes no width): columns keep their widths while a filter is typed."""
+        if self._widths[0] is not catalog:
+            self._widths = (catalog, {})
+        key = (state.view, state.run_key if state.view == "runs" else None)
+        found = self._widths[1].get(key)
+        if found is None:
+            found = self._widths[1][key] = measure(self.index(catalog, state).rows)
         return found
 
     def index_of_all(self, catalog: FleetCatalog) -> SubstringIndex[CheckpointRow]:

@@ -120,7 +120,11 @@ def show_panes(
     # one step look alike): at 120 columns Created shows while sorting by it, at 80 not.
     drops = [key for key in render.CHECKPOINT_DROPS if key not in (ordered_by, "kind")]
     drops += [key for key in (ordered_by, "kind") if key in render.CHECKPOINT_DROPS]
-    wants = render.wanted_widths(rows)
+    # Widths from every row of the view before its filter (kept while typing one); the
+    # expiring view's own rows are its window's, not what its index holds.
+    expiring = state.view == "expiring"
+    measure = render.wanted_widths
+    wants = measure(rows) if expiring else sorted_rows.widths(catalog, state, measure)
     set_columns(table, render.fit_columns(columns, width, drops, wants))
     table.set_rows(rows)
     table.set_sort_indicator(ordered_by, state.sort.reverse)
