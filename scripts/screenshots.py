@@ -105,6 +105,8 @@ async def ttl_dialog(pilot: Pilot[None]) -> None:
     checkpoints(app).set_marks([row_key(find(app, "sl/llama-8b-tulu3", n, "state")) for n in names])
     await pilot.press("t")
     await wait_for_dialog(pilot, TtlDialog)
+    await pilot.press("2")  # the dialog opens in its empty box: show a preset's preview
+    await pilot.pause()
 
 
 async def delete_across_backends(pilot: Pilot[None]) -> None:

@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help=f"how long each signed download URL is valid (default {DEFAULT_URL_LIFETIME})",
     )
-        options.add_global_options(
+    options.add_global_options(
         parser, ("readonly", "storage_rate"), after_command=True, helps=SERVE_HELPS
     )
     parser.set_defaults(func=run)

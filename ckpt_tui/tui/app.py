@@ -11,6 +11,7 @@ from typing import ClassVar
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Input
 
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
@@ -36,9 +37,10 @@ class CkptApp(App[None]):
     CSS_PATH = STYLESHEET
     TITLE = "ckpt-tui"
     # ctrl+c quits as q does (asking first while an action runs), rather than a toast that
-    # says which key quits; priority: a text box's copy must not swallow it.
+    # says which key quits; but in a text box it copies, as Textual's text boxes do. Priority:
+    # the decision is made here, not by whichever binding on the way happens to skip it.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True)
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True)
     ]
 
     def __init__(
@@ -101,6 +103,17 @@ class CkptApp(App[None]):
             self.exit()
         elif not isinstance(self.screen, QuitDialog):
             self.push_screen(QuitDialog(running, self.describe_backend()), self.quit_chosen)
+
+    async def action_interrupt(self) -> None:
+        """ctrl+c: in a text box, copy its selected text and never quit (a user typing a
+        filter or a TTL does not expect to lose the session); elsewhere quit as q does."""
+        box = self.focused
+        if not isinstance(box, Input):
+            await self.action_quit()
+        elif box.selected_text:
+            self.copy_to_clipboard(box.selected_text)
+        else:
+            self.notify("In a text box ctrl+c copies: esc leaves the box, ctrl+q quits.")
 
     def quit_chosen(self, quit_now: bool | None) -> None:
         if quit_now:

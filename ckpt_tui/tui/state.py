@@ -185,6 +185,10 @@ class SortedRows:
         # sort key or flipping it back then costs nothing (a 100,000-row sort is 10-40 ms of a
         # 50 ms key press).
         self._current: tuple[FleetCatalog | None, Orders] = (None, {})
+        self._widths: tuple[FleetCatalog | None, dict[tuple[object, ...], dict[str, int]]] = (
+            None,
+            {},
+        )
 
     @staticmethod
     def key_of(catalog: FleetCatalog, state: BrowseState) -> tuple[object, ...]:
@@ -218,6 +222,22 @@ class SortedRows:
         found = orders.get(key)
         if found is None:
             found = orders[key] = rows_index(catalog, self.compute(catalog, state))
+        return found
+
+    def widths(
+        self,
+        catalog: FleetCatalog,
+        state: BrowseState,
+        measure: Callable[[Sequence[CheckpointRow]], dict[str, int]],
+    ) -> dict[str, int]:
+        """`measure` of the current view's rows before the filter, once per view (its sort
+        changes no width): columns keep their widths while a filter is typed."""
+        if self._widths[0] is not catalog:
+            self._widths = (catalog, {})
+        key = (state.view, state.run_key if state.view == "runs" else None)
+        found = self._widths[1].get(key)
+        if found is None:
+            found = self._widths[1][key] = measure(self.index(catalog, state).rows)
         return found
 
     def index_of_all(self, catalog: FleetCatalog) -> SubstringIndex[CheckpointRow]:
@@ -274,7 +294,8 @@ def counts_text(
     rows: Sequence[CheckpointRow],
 ) -> str:
     """What the status line counts: how many the expiring-soon view holds and their size;
-    with a filter, how many of the view's rows match."""
+    with a filter, how many of the view's rows match, and which rows those are ('in RUN',
+    'on BACKEND', 'on 2 backends'): by run, one run's or backend's; else every backend's."""
     parts = []
     if state.view == "expiring":
         size = format_total(total(row.size for row in rows))
@@ -282,8 +303,22 @@ def counts_text(
     if state.filter_text:
         every = cache.index(catalog, state).rows  # the view's rows before the filter
         whole = len(expiring_rows(every, now, state.window) if state.view == "expiring" else every)
-        parts.append(f"{len(rows):,} of {whole:,} match")
+        scope = counted_scope(catalog, state)
+        parts.append(f"{len(rows):,} of {whole:,}{' ' if scope else ''}{scope} match")
     return " · ".join(parts)
+
+
+def counted_scope(catalog: FleetCatalog, state: BrowseState) -> str:
+    """Whose rows 'N of M match' counts: the highlighted run's or backend's in the by-run
+    view, every backend's elsewhere ('' when there is one backend and no run to name)."""
+    if state.view == "runs":
+        key = state.run_key
+        run = catalog.run(key)
+        if run is not None:
+            return f"in {run.display_name}"
+        return f"on {key[0]}" if key is not None and key[1] == "" else ""
+    names = catalog.fleet.names
+    return f"on all {len(names)} backends" if catalog.several else ""
 
 
 def metric_choices(catalog: FleetCatalog) -> list[str]:

@@ -169,6 +169,10 @@ def marked_text(catalog: FleetCatalog | None, marks: Set[Hashable], fleet: Fleet
     return text + (f" (+{skipped} not stored, skipped)" if skipped else "")
 
 
+BackendProgress = tuple[str, tuple[int, int] | None]
+"""A loading backend's name and its checkpoints (loaded, total) so far, None before a page."""
+
+
 @dataclass(frozen=True)
 class StatusFacts:
     """Everything the status line says, as plain values (the screen keeps them current)."""
@@ -178,7 +182,8 @@ class StatusFacts:
     view_counts: str = ""
     fetching: bool = False
     refreshing: bool = False
-    progress: tuple[int, int] | None = None
+    progress: tuple[BackendProgress, ...] = ()
+    """Each loading backend's checkpoints so far (with one backend open, its name is '')."""
     bulk_progress: str = ""
     marked: str = ""
     no_log_dirs: str = ""
@@ -193,15 +198,23 @@ class StatusFacts:
     """Those of `errors` whose key was refused (a retry cannot help), by the same names."""
 
 
+def backend_progress(progress: BackendProgress) -> str:
+    """'box1 1,000 of 5,000 checkpoints', or before the first page 'box1 waiting for the
+    server' (a slow link shows that, not a bare 'Loading…')."""
+    name, counts = progress
+    what = f"{counts[0]:,} of {counts[1]:,} checkpoints" if counts else "waiting for the server"
+    return f"{name} {what}" if name else what
+
+
 def loading_text(facts: StatusFacts) -> str:
-    """'1,000 of 5,000 loaded' while the first load fills in, 'Refreshing…' over a view."""
+    """'Loading: 1,000 of 5,000 checkpoints' while a first load fills in, 'Refreshing: box1 …,
+    box2 …' over a view: each loading backend's checkpoints so far."""
     if not facts.fetching:
         return ""
-    loaded = facts.progress
-    count = f"{loaded[0]:,} of {loaded[1]:,}" if loaded else ""
-    if not facts.refreshing:
-        return f"{count} loaded" if count else "Loading…"
-    return f"Refreshing {count}" if count else "Refreshing…"
+    verb = "Refreshing" if facts.refreshing else "Loading"
+    if not facts.progress:
+        return f"{verb}…"
+    return f"{verb}: " + ", ".join(map(backend_progress, facts.progress))
 
 
 def status_text(facts: StatusFacts) -> Text:

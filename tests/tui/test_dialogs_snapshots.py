@@ -44,7 +44,7 @@ def test_ttl_with_preview(snap_compare: SnapCompare) -> None:
 
 def test_ttl_refusing_a_typed_value_small(snap_compare: SnapCompare) -> None:
     app = DialogApp(lambda: TtlDialog(mixed_rows(), NOW, WHERE))
-    assert snap_compare(app, run_before=pressing("tab", *"5m"), terminal_size=(80, 24))
+    assert snap_compare(app, run_before=pressing(*"5m"), terminal_size=(80, 24))
 
 
 def test_ttl_many_rows_small(snap_compare: SnapCompare) -> None:

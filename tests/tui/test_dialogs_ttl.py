@@ -80,7 +80,7 @@ async def test_preview_shows_each_result_and_that_never_stays_never() -> None:
 async def test_arrows_and_apply_button_choose_a_preset() -> None:
     app = ttl_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("down", "down", "down")  # "Expire in 1 hour"
+        await pilot.press("down", "down", "down", "down")  # preset 1, then on to 4
         await pilot.click("#ttl-apply")
         await pilot.pause()
     [plan] = app.results
@@ -91,7 +91,7 @@ async def test_arrows_and_apply_button_choose_a_preset() -> None:
 async def test_typed_duration_sets_every_row_and_enter_applies_it() -> None:
     app = ttl_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("tab", *"36h", "enter")
+        await pilot.press(*"36h", "enter")
         await pilot.pause()
     [plan] = app.results
     assert plan is not None and plan.ttl_for == {PAST: 129600, FUTURE: 129600, NEVER: 129600}
@@ -101,7 +101,7 @@ async def test_typed_duration_sets_every_row_and_enter_applies_it() -> None:
 async def test_typed_date_sets_that_date() -> None:
     app = ttl_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("tab", *"2025-01-03", "enter")
+        await pilot.press(*"2025-01-03", "enter")
         await pilot.pause()
     [plan] = app.results
     assert plan is not None and set(plan.ttl_for.values()) == {2 * DAY}
@@ -112,7 +112,7 @@ async def test_typed_date_sets_that_date() -> None:
 async def test_out_of_range_is_refused_with_the_reason(typed: str, reason: str) -> None:
     app = ttl_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("tab", *typed, "enter")
+        await pilot.press(*typed, "enter")
         await pilot.pause()
         error = static_text(app, "#ttl-error")
         assert reason in error and "between 1 hour and 10 years" in error
@@ -128,7 +128,7 @@ async def test_out_of_range_is_refused_with_the_reason(typed: str, reason: str) 
 async def test_unparsable_input_is_refused_and_fixing_it_applies() -> None:
     app = ttl_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("tab", *"soon", "enter")
+        await pilot.press(*"soon", "enter")
         await pilot.pause()
         assert "cannot read 'soon'" in static_text(app, "#ttl-error")
         assert app.results == []
@@ -159,10 +159,49 @@ async def test_many_rows_list_the_first_eight_and_count_the_rest() -> None:
 async def test_enter_in_an_empty_box_applies_nothing() -> None:
     app = ttl_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")  # the dialog opens in the empty box: nothing is shown
         await pilot.pause()
         assert app.results == []
-        await pilot.press("shift+tab", "enter")  # back on the presets: enter applies preset 1
+        assert "Nothing chosen yet" in static_text(app, "#ttl-summary")
+        await pilot.press("shift+tab", "enter")  # on the presets: enter applies the first
         await pilot.pause()
     [plan] = app.results
     assert plan is not None and plan.label == "Extend by 1 day"
+
+
+@pytest.mark.parametrize("before", [(), ("down",), ("down", "tab", "tab")])
+async def test_a_typed_duration_never_picks_a_preset(before: tuple[str, ...]) -> None:
+    """From the box, the preset list or a button: 36h is 36 hours, whatever its first digit."""
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(*before, *"36h")
+        await pilot.pause()
+        assert "Expire in 1d12h: 3 checkpoints" in static_text(app, "#ttl-summary")
+        await pilot.press("enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and set(plan.ttl_for.values()) == {36 * 3600}
+
+
+async def test_a_space_typed_on_a_button_goes_into_the_box() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(*"1d", "tab", *" 12h")  # tab: onto Cancel, where space would press it
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("enter")
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and set(plan.ttl_for.values()) == {36 * 3600}
+
+
+async def test_cancel_comes_before_apply_and_tab_reaches_them_in_that_order() -> None:
+    app = ttl_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(*"2w", "tab")
+        await pilot.pause()
+        assert app.focused is not None and str(app.focused.render()).strip() == "Cancel"
+        await pilot.press("tab", "enter")  # Apply
+        await pilot.pause()
+    [plan] = app.results
+    assert plan is not None and set(plan.ttl_for.values()) == {14 * DAY}

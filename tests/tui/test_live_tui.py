@@ -121,7 +121,7 @@ async def set_ttl_week(pilot: Pilot[None]) -> None:
     await pilot.press("t")
     await pilot.pause()
     assert isinstance(pilot.app.screen, TtlDialog)
-    await pilot.press("tab", *"7d", "enter")
+    await pilot.press(*"7d", "enter")
     await settle(pilot)
 
 

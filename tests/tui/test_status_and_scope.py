@@ -38,11 +38,15 @@ def test_the_status_line_says_loading_then_refreshing() -> None:
         return status_text(StatusFacts(browsing="By run", **facts)).plain  # type: ignore[arg-type]
 
     assert shown(fetching=True) == f"By run{BAR}Loading…"
-    assert shown(fetching=True, progress=(1000, 5000)) == f"By run{BAR}1,000 of 5,000 loaded"
+    waiting = (("", None),)
+    assert shown(fetching=True, progress=waiting) == f"By run{BAR}Loading: waiting for the server"
+    some = (("", (1000, 5000)),)
+    assert shown(fetching=True, progress=some) == f"By run{BAR}Loading: 1,000 of 5,000 checkpoints"
     assert shown(fetching=True, refreshing=True) == f"By run{BAR}Refreshing…"
+    both = (("box1", (10, 20)), ("box2", None))
     assert (
-        shown(fetching=True, refreshing=True, progress=(10, 20))
-        == f"By run{BAR}Refreshing 10 of 20"
+        shown(fetching=True, refreshing=True, progress=both)
+        == f"By run{BAR}Refreshing: box1 10 of 20 checkpoints, box2 waiting for the server"
     )
     assert shown() == "By run"
 

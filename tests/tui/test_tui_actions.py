@@ -219,6 +219,7 @@ async def test_each_ttl_preset_sets_the_expected_expiry(
 
 
 async def test_a_typed_ttl_applies_to_every_marked_checkpoint(demo: ServedDemo) -> None:
+    """`t`, then 36h typed from the focus the dialog opens with: 36 hours, never preset 3."""
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
@@ -226,7 +227,7 @@ async def test_a_typed_ttl_applies_to_every_marked_checkpoint(demo: ServedDemo) 
         checkpoints(app).set_marks([row_key(row) for row in rows])
         await pilot.press("t")
         await pilot.pause()
-        await pilot.press("tab", *"36h", "enter")
+        await pilot.press(*"36h", "enter")
         await settle(pilot)
         for row in rows:
             after = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
@@ -241,7 +242,7 @@ async def test_an_out_of_range_ttl_is_refused_in_the_dialog(demo: ServedDemo) ->
         before = demo.store.get_checkpoint(row.run_id, row.checkpoint_id)
         await pilot.press("t")
         await pilot.pause()
-        await pilot.press("tab", *"5m", "enter")
+        await pilot.press(*"5m", "enter")
         await pilot.pause()
         assert isinstance(app.screen, TtlDialog)
         assert "1 hour" in screen_text(app)  # the reason names the bounds

@@ -62,6 +62,34 @@ async def test_j_and_k_move_the_checkpoint_cursor(demo: ServedDemo) -> None:
         assert table.cursor_row == table.row_count - 1
 
 
+def cursor_on_screen(app: CkptApp) -> bool:
+    """Whether the checkpoints table shows its highlighted row (line 0 is the header)."""
+    table = checkpoints(app)
+    top, page = round(table.scroll_y), table.scrollable_content_region.height - 1
+    return top <= table.cursor_row < top + page
+
+
+async def test_after_3_then_2_the_highlighted_row_is_in_sight_and_j_steps_one(
+    demo: ServedDemo,
+) -> None:
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        soonest = checkpoints(app).cursor_value
+        await pilot.press("2")
+        await settle(pilot)
+        table = checkpoints(app)
+        assert table.cursor_value is soonest  # the same row, further down this list
+        assert table.cursor_row >= table.scrollable_content_region.height
+        assert cursor_on_screen(app)
+        top = round(table.scroll_y)
+        await pilot.press("j")
+        await settle(pilot)
+        assert cursor_on_screen(app) and round(table.scroll_y) - top <= 1
+
+
 async def test_missing_and_untracked_rows_are_shown_and_missing_dimmed(demo: ServedDemo) -> None:
     app = make_app(demo.url, demo.paths.logs, demo.clock)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -110,6 +138,19 @@ def burst(app: CkptApp, *keys: str) -> None:
     """Post keys at once, as the terminal driver does with one read of several keys."""
     for key in keys:
         app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+async def test_a_view_key_then_slash_in_one_burst_switches_view_then_filters(
+    demo: ServedDemo,
+) -> None:
+    """In tmux "2/" arrives in one read: the 2 was lost (the priority "/" ran first)."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        burst(app, "2", "slash", *"rl")
+        await settle(pilot)
+        state = screen_of(app).state
+        assert state.view == "all" and state.filter_text == "rl"
 
 
 async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: ServedDemo) -> None:

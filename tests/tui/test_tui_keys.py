@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
@@ -135,7 +136,7 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(pilot)
             row = highlighted(app)
-            await pilot.press("t", "enter")  # the first preset: extend by 1 day
+            await pilot.press("t", "1", "enter")  # the first preset: extend by 1 day
             await pilot.pause()
             assert screen_of(app).changes.running is not None
             for key in ("q", "ctrl+c"):
@@ -157,6 +158,25 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
             assert not app.is_running
     finally:
         gate.set()
+
+
+async def test_ctrl_c_in_a_text_box_copies_and_never_quits(demo: ServedDemo) -> None:
+    """As in Textual's text boxes: ctrl+c there copies the selection (or only says so);
+    outside a text box it quits as q does."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"llama", "ctrl+c")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.focused, Input)
+        assert app.focused.value == "llama"
+        assert any("ctrl+q quits" in n.message for n in app._notifications)
+        await pilot.press("shift+home", "ctrl+c")  # select what was typed, then copy it
+        await pilot.pause()
+        assert app.is_running and app.clipboard == "llama"
+        await pilot.press("escape", "ctrl+c")  # out of the box: ctrl+c quits
+        await pilot.pause()
+        assert not app.is_running
 
 
 async def test_y_in_the_quit_dialog_quits(faulty_demo: tuple[ServedDemo, FaultyApp]) -> None:
@@ -185,6 +205,50 @@ def footer_and_header(app: CkptApp) -> tuple[str, str]:
     header = next(line for line in lines if "checkpoints ·" in line)
     footer = next(line for line in reversed(lines) if line.strip())
     return header, footer
+
+
+FOOTER_HINTS = (
+    "q Quit",
+    "? Help",
+    "p Publish",
+    "t TTL",
+    "d Delete",
+    "K Keep policy",
+    "/ Filter",
+    "s Sort",
+    "v View",
+    "r Refresh",
+    "c Copy path",
+)
+
+
+def whole_hints(footer: str) -> bool:
+    """Whether the footer's hints are the first few of FOOTER_HINTS, each key with its label
+    (compared without blanks: the compact footer's gaps are margins, no text in a screenshot)."""
+    shown = "".join(footer.split())
+    wholes = ["".join("".join(FOOTER_HINTS[:n]).split()) for n in range(len(FOOTER_HINTS) + 1)]
+    return shown in wholes
+
+
+def footer_line(app: CkptApp) -> str:
+    return next(line for line in reversed(screen_text(app).splitlines()) if line.strip())
+
+
+@pytest.mark.parametrize("size", [(59, 15), (80, 24), (100, 30), (120, 36)])
+async def test_the_footer_shows_whole_hints_and_nothing_past_the_palette_key(
+    demo: ServedDemo, size: tuple[int, int]
+) -> None:
+    """At 80 columns it ended "^p palettee", at 59 "palettet", at 100 "c " with no label."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(*size)
+        await settle(pilot)
+        hints, palette = footer_line(app).split("▏")
+        assert palette.strip() == "^p palette"
+        assert whole_hints(hints) and "d Delete" in hints, hints
+        if size[0] >= 120:
+            assert "c Copy path" in hints
 
 
 @pytest.mark.parametrize("readonly", [True, False])

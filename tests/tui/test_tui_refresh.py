@@ -11,7 +11,7 @@ from ckpt_tui.backends import Fleet
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import DEFAULT_POLL_SECONDS
-from tests.support.tui import app_on, checkpoints, connection, screen_of, settle, shown
+from tests.support.tui import app_on, checkpoints, connection, screen_of, screen_text, settle, shown
 
 COUNT = 1_200
 """More than the client's page of 1,000: the first page alone is not the whole view."""
@@ -79,3 +79,24 @@ async def test_replaced_snapshots_are_freed_at_once(
             await pilot.press("r")
             await settle(pilot)
         assert first() is None
+
+
+async def test_a_long_name_far_down_the_view_is_shown_whole(
+    store: Store, server_url: str, clock: FixedClock
+) -> None:
+    """Column widths come from every row of the view, not its first 500."""
+    long_name = "a-rather-long-name-00600"
+    store.create_run("run-many", "Qwen/Qwen3-8B", lora_rank=32)
+    for step in range(600):
+        created = clock.now() - timedelta(minutes=600 - step)
+        store.add_checkpoint("run-many", f"weights/{step:06d}", created=created)
+    store.add_checkpoint("run-many", f"weights/{long_name}", created=clock.now())
+    app = app_on([connection(server_url)], None, clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "G")  # oldest first: the newest, long name is last
+        await settle(pilot)
+        cursor = checkpoints(app).cursor_value
+        assert cursor is not None and cursor.name == long_name
+        lines = screen_text(app).splitlines()  # the table's row, not the details' path
+        assert any(line.strip().startswith(long_name) for line in lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Protocol
@@ -31,7 +32,7 @@ from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.session_log import LogEntry, LogItem
-from ckpt_tui.tui.state import BrowseState
+from ckpt_tui.tui.state import BrowseState, SortedRows, visible_rows
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
@@ -50,6 +51,7 @@ class Host(ScreenHost, Protocol):
     """What the actions need from the screen they act for."""
 
     bulk_progress: str
+    sorted_rows: SortedRows
 
     @property
     def fleet(self) -> Fleet: ...
@@ -109,10 +111,26 @@ class Changes:
         row = table.cursor_value
         return [] if row is None else [row]
 
-    def hidden_count(self, rows: list[CheckpointRow]) -> int:
-        """How many of `rows` the view does not show (a filter hides them)."""
+    def hidden_by_filter(self, rows: list[CheckpointRow]) -> int:
+        """How many of `rows` the view holds but its filter hides."""
+        host, catalog = self.host, self.host.catalog
+        if not host.state.filter_text or catalog is None:
+            return 0
+        shown = set(map(row_key, host.checkpoints_table.rows))
+        unfiltered = replace(host.state, filter_text="")
+        now = self.services.clock.now()
+        in_view = set(map(row_key, visible_rows(catalog, unfiltered, now, host.sorted_rows)))
+        return sum(key in in_view and key not in shown for key in map(row_key, rows))
+
+    def out_of_view(self, rows: list[CheckpointRow]) -> list[str]:
+        """A warning for rows the checkpoints list does not hold at all (other runs or
+        backends, e.g. a keep policy's), apart from those its filter hides."""
         shown = set(map(row_key, self.host.checkpoints_table.rows))
-        return sum(row_key(row) not in shown for row in rows)
+        elsewhere = sum(row_key(row) not in shown for row in rows) - self.hidden_by_filter(rows)
+        if not elsewhere:
+            return []
+        verb = "is" if elsewhere == 1 else "are"
+        return [f"⚠ {elsewhere} of these {verb} not in the checkpoints list on screen"]
 
     def can_change(self, verb: str) -> bool:
         """False (after telling the user why) in read-only mode or while an action runs."""
@@ -194,8 +212,8 @@ class Changes:
 
     def delete_dialog(self, targets: Targets) -> DeleteDialog:
         rows, now = targets.rows, self.services.clock.now()
-        where, refusals = self.where(targets), targets.warnings()
-        return DeleteDialog(rows, self.hidden_count(rows), now, where, refusals)
+        where, refusals = self.where(targets), [*targets.warnings(), *self.out_of_view(rows)]
+        return DeleteDialog(rows, self.hidden_by_filter(rows), now, where, refusals)
 
     def delete_chosen(
         self, rows: list[CheckpointRow], label: str, choice: DeleteChoice | None

@@ -7,7 +7,7 @@ so its typed-confirmation rule applies to a policy too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, Literal
@@ -81,10 +81,11 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         rates: Rates,
         *,
         all_runs: Sequence[RunSummary] | None = None,
-        backend: str = "",
+        describe: Callable[[str | None], str] | None = None,
     ) -> None:
+        """`describe`: how a backend is named by its name (None: every backend)."""
         super().__init__()
-        self.backend = backend
+        self.describe = describe
         self.scope_runs = list(runs)
         self.scope_label = scope_label
         self.all_runs = list(all_runs or ())
@@ -98,8 +99,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
 
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        with Vertical(id="kp-box", classes="dialog-box") as box:
-            box.border_title = f"Keep policy on {self.backend}" if self.backend else "Keep policy"
+        with Vertical(id="kp-box", classes="dialog-box"):
             with Horizontal(classes="kp-row"):
                 yield Static("", id="kp-scope")
                 if self.can_widen:
@@ -109,12 +109,12 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
             yield Static("", id="kp-total", markup=False)
             yield PlanPreview(id="kp-preview")
             with Horizontal(id="kp-buttons", classes="dialog-buttons"):
-                yield Button("Delete…", variant="error", id="kp-delete", compact=True)
+                yield Button("Delete", variant="error", id="kp-delete", compact=True)
                 yield Button("Expire instead", variant="warning", id="kp-expire", compact=True)
                 yield Label("time:")
                 yield Input(DEFAULT_TTL, id="kp-ttl", compact=True)
             yield Static(
-                "tab: next field · space: tick · enter on a button: choose it · esc: cancel",
+                "tab: next field · space: tick · Delete asks to confirm first · esc: cancel",
                 id="kp-hint",
                 classes="dialog-hint",
             )
@@ -181,6 +181,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         """New rows (the all-runs toggle): new metric choices, new scope line, new plan."""
         runs = self.all_runs if self.widened else self.scope_runs
         self.rows = stored_rows(runs)
+        self.query_one("#kp-box").border_title = self.title_for(runs)
         label = f"all {len(runs)} runs" if self.widened else self.scope_label
         scope = Text("Runs: ", style="bold")
         scope.append(f"{label} · {count_of(len(self.rows), 'stored checkpoint')}")
@@ -192,6 +193,19 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         if keys:
             select.value = current if current in keys else keys[0]
         self.recompute()
+
+    def title_for(self, runs: Sequence[RunSummary]) -> str:
+        """'Keep policy on gpu-box (…)': the backends of the runs in scope, not every one."""
+        if self.describe is None:
+            return "Keep policy"
+        names = list(dict.fromkeys(run.backend for run in runs))
+        if len(names) > 1:
+            return f"Keep policy on {len(names)} backends: {', '.join(names)}"
+        try:
+            where = self.describe(names[0] if names else None)
+        except KeyError:  # rows of a single unnamed backend
+            where = self.describe(None)
+        return f"Keep policy on {where}"
 
     def schedule(self) -> None:
         """Recompute now for small scopes; for big ones, once typing pauses."""
@@ -239,7 +253,8 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         metric = policy.metric if policy and policy.metric else self.shown_metric()
         preview.show(the_plan, metric, self.rates)
         count = 0 if the_plan is None else the_plan.delete_count
-        self.query_one("#kp-delete", Button).label = f"Delete {count:,}…"
+        # No "…": it read as a cut label. The hint says the delete dialog confirms.
+        self.query_one("#kp-delete", Button).label = f"Delete {count:,}"
         self.query_one("#kp-delete", Button).disabled = count == 0
         self.update_expire(count)
 

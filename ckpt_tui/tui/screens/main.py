@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -49,10 +49,11 @@ from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.status import StatusFacts, marked_text
+from ckpt_tui.tui.status import BackendProgress, StatusFacts, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
+from ckpt_tui.tui.widgets.fitting_footer import FittingFooter
 from ckpt_tui.tui.widgets.status_lines import HeaderLine, StatusLine
 
 SHORT = 30
@@ -93,7 +94,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     """The backends loading now."""
     refreshing = var(False)
     """Only loads over shown backends: they stay shown until their new lists are whole."""
-    progress: var[tuple[int, int] | None] = var(None)
+    progress: var[tuple[BackendProgress, ...]] = var(())
     bulk_progress = var("")
     """'Deleting 12 of 40…' while a change runs."""
     marked = var("")
@@ -203,7 +204,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             placeholder="filter by name, path or metadata; enter keeps it, esc clears",
         )
         yield StatusLine(id="status-line").data_bind(facts=MainScreen.status)
-        yield Footer()
+        yield FittingFooter()
 
     @property
     def runs_table(self) -> FastTable[RunsEntry]:
@@ -455,6 +456,24 @@ class MainScreen(Screen[None], inherit_bindings=False):
             return readonly
         return not (action == "filter" and isinstance(self.focused, Input))
 
+    async def on_key(self, event: events.Key) -> None:
+        """A key read while a table had focus, but handled after the priority "/" moved the
+        focus into the filter box ("2/" in one burst over tmux or SSH): do what it does on the
+        table. The box types its own printable keys and stops them, so a printable key that
+        reaches the screen while the box has focus was read before the "/"."""
+        if not (event.is_printable and isinstance(self.focused, FilterBox)):
+            return
+        # The screen's own bindings: with the box focused, Textual leaves printable keys to it.
+        binding = next(
+            (b for b in self.BINDINGS if isinstance(b, Binding) and event.key in b.key.split(",")),
+            None,
+        )
+        if binding is None:
+            return
+        event.stop()
+        event.prevent_default()
+        await self.run_action(binding.action)
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
@@ -501,7 +520,8 @@ class MainScreen(Screen[None], inherit_bindings=False):
 
     def show_view(self, state: BrowseState) -> None:
         self.state = state
-        self.set_focus(self.checkpoints_table)
+        if not isinstance(self.focused, FilterBox):  # "2/" in one burst: "/" came first
+            self.set_focus(self.checkpoints_table)
 
     def action_cycle_window(self) -> None:
         self.state = self.state.cycled_window()

@@ -33,12 +33,31 @@ RUN_SORT_COLUMNS: dict[str, RunSortKey] = {"name": "name", "size": "size", "expi
 RUN_SORT_INDICATOR = {key: column for column, key in RUN_SORT_COLUMNS.items()}
 CHECKPOINT_SORT_COLUMNS: dict[str, SortKey] = {
     "name": "name",
+    "run": "name",
     "size": "size",
     "created": "created",
     "expires": "expiry",
     "metric": "metric",
 }
-"""The checkpoints pane's headers a click sorts by."""
+"""The checkpoints pane's headers a click sorts by (Run: the name sort, which goes by run
+first wherever the Run column shows)."""
+SORT_COLUMNS: dict[SortKey, str] = {
+    "name": "name",
+    "size": "size",
+    "created": "created",
+    "expiry": "expires",
+    "metric": "metric",
+}
+
+
+def sorted_column(state: BrowseState, with_run: bool) -> str | None:
+    """The column the checkpoints are ordered by, which the ▲/▼ marks and no narrow terminal
+    drops: the name sort orders by run first, so Run when it shows; none when expiring."""
+    if state.view == "expiring":
+        return None
+    if state.sort.key == "name" and with_run:
+        return "run"
+    return SORT_COLUMNS[state.sort.key]
 
 
 def clicked_run_sort(state: BrowseState, key: RunSortKey) -> BrowseState:
@@ -96,10 +115,19 @@ def show_panes(
     columns = render.checkpoint_columns(metric_key, spanning, backend_width)
     rows = visible_rows(catalog, state, now, sorted_rows)
     width = max(table.size.width - 2, 40)  # a scrollbar may take 2
-    set_columns(table, render.fit_columns(columns, width, wants=render.wanted_widths(rows)))
+    ordered_by = sorted_column(state, spanning)
+    # The sorted column goes last but for the kind (without which sampler and state rows of
+    # one step look alike): at 120 columns Created shows while sorting by it, at 80 not.
+    drops = [key for key in render.CHECKPOINT_DROPS if key not in (ordered_by, "kind")]
+    drops += [key for key in (ordered_by, "kind") if key in render.CHECKPOINT_DROPS]
+    # Widths from every row of the view before its filter (kept while typing one); the
+    # expiring view's own rows are its window's, not what its index holds.
+    expiring = state.view == "expiring"
+    measure = render.wanted_widths
+    wants = measure(rows) if expiring else sorted_rows.widths(catalog, state, measure)
+    set_columns(table, render.fit_columns(columns, width, drops, wants))
     table.set_rows(rows)
-    indicator = None if state.view == "expiring" else state.sort.key
-    table.set_sort_indicator("metric" if indicator == "metric" else indicator, state.sort.reverse)
+    table.set_sort_indicator(ordered_by, state.sort.reverse)
     return metric_key, counts_text(catalog, state, now, sorted_rows, rows)
 
 

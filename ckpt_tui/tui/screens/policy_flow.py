@@ -1,9 +1,10 @@
-"""`k`: plan deletions by a keep policy, confirm them, and run them as one bulk action.
+"""`K`: plan deletions by a keep policy, confirm them, and run them as one bulk action.
 
 The scope is the runs holding the marked checkpoints; without marks, the highlighted run (the
-run list's in the by-run view, the highlighted checkpoint's elsewhere); the dialog can widen it
-to every run. Deleting goes through the ordinary delete dialog, so the same confirmation rules
-apply; "expire instead" sets the chosen TTL on the same checkpoints.
+run list's in the by-run view, the highlighted checkpoint's elsewhere), or every run of a
+highlighted backend row; the dialog can widen it to every run. Deleting goes through the
+ordinary delete dialog, so the same confirmation rules apply; "expire instead" sets the chosen
+TTL on the same checkpoints.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ def policy_scope(selection: Selection, catalog: FleetCatalog) -> tuple[list[RunS
         noun = "checkpoint" if count == 1 else "checkpoints"
         holding = "the run" if len(runs) == 1 else f"the {len(runs)} runs"
         return runs, f"{holding} holding the {count:,} marked {noun}"
-    run = catalog.run(selection.highlighted_run)
-    if run is None:
-        return list(catalog.runs), f"all {len(catalog.runs)} runs"
-    return [run], run.display_name
+    key = selection.highlighted_run
+    run = catalog.run(key)
+    if run is not None:
+        return [run], run.display_name
+    if key is not None and key[1] == "":  # a backend's own row: that backend's runs
+        runs = [run for run in catalog.runs if run.backend == key[0]]
+        return runs, f"all {len(runs)} runs on {key[0]}"
+    return list(catalog.runs), f"all {len(catalog.runs)} runs"
 
 
 def selection_of(changes: Changes) -> Selection:
@@ -82,7 +87,7 @@ async def keep_policy_flow(changes: Changes) -> None:
         services.clock.now(),
         {state.name: state.rate for state in host.fleet.states},
         all_runs=list(catalog.runs),
-        backend=services.describe_backend(),
+        describe=services.describe_backend,
     )
     outcome = await host.app.push_screen_wait(dialog)
     if outcome is not None:

@@ -32,6 +32,7 @@ from ckpt_tui.tui.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.screens.host import ScreenHost
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState
+from ckpt_tui.tui.status import BackendProgress
 from ckpt_tui.tui.widgets import FastTable
 from ckpt_tui.words import count_of
 
@@ -47,7 +48,7 @@ class Host(ScreenHost, Protocol):
     shown_catalog: FleetCatalog | None
     fetching: frozenset[str]
     refreshing: bool
-    progress: tuple[int, int] | None
+    progress: tuple[BackendProgress, ...]
     new_above: frozenset[RowKey]
     dropped_marks: tuple[str, frozenset[Hashable]] | None
 
@@ -108,8 +109,8 @@ class SnapshotFeed:
         host = self.host
         first = self.first_loads()
         names = first or list(self.loads)
-        counts = [self.progress[name] for name in names if name in self.progress]
-        progress = (sum(c[0] for c in counts), sum(c[1] for c in counts)) if counts else None
+        several = self.several
+        progress = tuple((name if several else "", self.progress.get(name)) for name in names)
         host.fetching, host.refreshing, host.progress = frozenset(self.loads), not first, progress
 
     async def load(self, name: str) -> None:

@@ -99,7 +99,9 @@ def make_plan(rows: Sequence[CheckpointRow], choice: TtlChoice, now: datetime) -
     return TtlPlan(choice.label, ttl_for, expires_for)
 
 
-def new_expiry_text(row: CheckpointRow, plan: TtlPlan) -> Text:
+def new_expiry_text(row: CheckpointRow, plan: TtlPlan | None) -> Text:
+    if plan is None:
+        return Text("-", style="dim")
     key = row_key(row)
     if key not in plan.expires_for:
         return Text("not stored: skipped", style="dim")
@@ -114,8 +116,10 @@ def more_line(shown: int, count: int) -> Text | None:
     return Text(f"and {count - shown} more", style="dim") if count > shown else None
 
 
-def preview_table(rows: Sequence[CheckpointRow], plan: TtlPlan, now: datetime, limit: int) -> Table:
-    """Name, run, current expiry and new expiry of the first `limit` rows, as plain text."""
+def preview_table(
+    rows: Sequence[CheckpointRow], plan: TtlPlan | None, now: datetime, limit: int
+) -> Table:
+    """Name, run, current expiry and new expiry (none yet: '-') of the first `limit` rows."""
     table = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
     table.add_column("Checkpoint", ratio=3, no_wrap=True, overflow="ellipsis")
     table.add_column("Run", ratio=2, no_wrap=True, overflow="ellipsis")
@@ -141,15 +145,26 @@ def plan_summary(rows: Sequence[CheckpointRow], plan: TtlPlan) -> Text:
     return text
 
 
+NOTHING_CHOSEN = Text("Nothing chosen yet: type a TTL or 1-5, or press ↓ for the presets")
+NOTHING_CHOSEN.stylize("dim")
+
+
 class TtlDialog(ModalScreen[TtlPlan | None]):
-    """Choose a TTL for `rows`: presets 1-5 or a typed value; the preview shows every result."""
+    """Choose a TTL for `rows`: a typed value, or presets 1-5; the preview shows every result.
+
+    Typed text always goes into the box, wherever focus is: a duration typed from the preset
+    list must not pick a preset on its first digit. A box holding just a preset's number (1-5)
+    means that preset (the list shows the numbers; 1-5 seconds is no valid TTL). Enter and Apply
+    apply what the summary and preview show, and nothing while they show nothing.
+    """
 
     DEFAULT_CLASSES = "dialog"
 
-    AUTO_FOCUS = "#ttl-presets"
+    AUTO_FOCUS = "#ttl-input"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
-        *(Binding(str(n), f"pick({n - 1})", show=False) for n in range(1, len(PRESETS) + 1)),
+        Binding("down", "to_presets(1)", show=False),
+        Binding("up", "to_presets(-1)", show=False),
     ]
 
     def __init__(
@@ -166,7 +181,8 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         self.now = now
         self.where = where
         self.warnings = list(warnings)
-        self.use_typed = False
+        self.use_typed = True
+        """Whether the box (else the preset list) is what was last worked on."""
         self.plan: TtlPlan | None = None
         self.limit = PREVIEW_ROWS
 
@@ -182,20 +198,22 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
                 prompts = [f"{n}  {preset.label}" for n, preset in enumerate(PRESETS, 1)]
                 yield OptionList(*prompts, id="ttl-presets")
                 with Vertical(id="ttl-typed"):
-                    yield Label("Or type how long from now, or a date (UTC):")
-                    yield Input(placeholder="36h, 2w, 1d12h, 2026-12-03, never", id="ttl-input")
-                    yield Label("tab: switch · enter: apply · esc: cancel", classes="hint")
+                    yield Label("Type how long from now, a date (UTC) or 1-5:")
+                    yield Input(
+                        placeholder="36h, 2w, 1d12h, 2026-12-03, never",
+                        id="ttl-input",
+                        select_on_focus=False,  # a key typed on the list adds to the box
+                    )
+                    yield Label("↑↓: presets · enter: apply · esc: cancel", classes="hint")
             yield Static("", id="ttl-error", markup=False)
             yield Static("", id="ttl-summary")
             yield Static("", id="ttl-preview")
             with Horizontal(id="ttl-buttons", classes="dialog-buttons"):
-                yield Button("Apply", variant="primary", id="ttl-apply")
                 yield Button("Cancel", id="ttl-cancel")
+                yield Button("Apply", variant="primary", id="ttl-apply")
 
     def on_mount(self) -> None:
-        presets = self.query_one("#ttl-presets", OptionList)
-        if presets.highlighted is None:  # a key may have picked one already
-            presets.highlighted = 0
+        self.query_one("#ttl-presets", OptionList).highlighted = None
         self.fit_to(self.app.size.height)
         self.refresh_plan()
 
@@ -208,81 +226,104 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
         self.limit = max(2, min(PREVIEW_ROWS, height - fixed))
 
     # --- choosing ----------------------------------------------------------------------------
-    def current_choice(self) -> TtlChoice:
-        """The typed value if that is what the user last worked on, else the highlighted preset."""
-        text = self.query_one("#ttl-input", Input).value
-        if self.use_typed and text.strip():
-            return typed_choice(text, self.now)
-        index = self.query_one("#ttl-presets", OptionList).highlighted
-        return PRESETS[index or 0]
+    def current_choice(self) -> TtlChoice | None:
+        """What Apply would apply: the box's value or the highlighted preset; None: nothing yet."""
+        if not self.use_typed:
+            index = self.query_one("#ttl-presets", OptionList).highlighted
+            return None if index is None else PRESETS[index]
+        text = self.query_one("#ttl-input", Input).value.strip()
+        if not text:
+            return None
+        preset = preset_number(text)
+        return PRESETS[preset] if preset is not None else typed_choice(text, self.now)
 
     def refresh_plan(self) -> None:
         """Recompute the plan and show it, or show why there is none and disable Apply."""
         error = self.query_one("#ttl-error", Static)
+        message = ""
         try:
-            self.plan = make_plan(self.rows, self.current_choice(), self.now)
+            choice = self.current_choice()
+            self.plan = None if choice is None else make_plan(self.rows, choice, self.now)
         except TtlError as exc:
             self.plan = None
-            error.update(str(exc))
-        else:
-            error.update("")
-        error.display = self.plan is None
+            message = str(exc)
+        error.update(message)
+        error.display = bool(message)
         self.query_one("#ttl-apply", Button).disabled = self.plan is None
         self.show_preview()
 
     def show_preview(self) -> None:
         summary = self.query_one("#ttl-summary", Static)
         preview = self.query_one("#ttl-preview", Static)
-        summary.display = preview.display = self.plan is not None
-        if self.plan is None:
-            return
-        summary.update(plan_summary(self.rows, self.plan))
+        summary.display = not self.query_one("#ttl-error", Static).display
+        summary.update(NOTHING_CHOSEN if self.plan is None else plan_summary(self.rows, self.plan))
         table = preview_table(self.rows, self.plan, self.now, self.limit)
         more = more_line(min(self.limit, len(self.rows)), len(self.rows))
         preview.update(table if more is None else _stack(table, more))
 
-    def action_pick(self, index: int) -> None:
-        """Keys 1-5: highlight a preset (the preview shows it; enter or Apply applies it)."""
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed outside the box goes into the box (and focus with it)."""
+        box = self.query_one("#ttl-input", Input)
+        if not event.is_printable or event.character is None or self.focused is box:
+            return
+        event.stop()
+        event.prevent_default()
+        box.insert_text_at_cursor(event.character)
+        box.focus()
+        self.use_typed = True
+
+    def action_to_presets(self, step: int) -> None:
+        """Up/down outside the list: move to the presets, highlighting the next one."""
         presets = self.query_one("#ttl-presets", OptionList)
-        presets.highlighted = index
+        current = presets.highlighted
+        if current is None:
+            presets.highlighted = 0 if step > 0 else len(PRESETS) - 1
+        else:
+            presets.highlighted = max(0, min(len(PRESETS) - 1, current + step))
         presets.focus()
         self.use_typed = False
         self.refresh_plan()
 
     @on(OptionList.OptionHighlighted, "#ttl-presets")
     def preset_highlighted(self) -> None:
-        self.use_typed = False
+        if self.focused is self.query_one("#ttl-presets", OptionList):
+            self.use_typed = False
         self.refresh_plan()
 
     @on(OptionList.OptionSelected, "#ttl-presets")
     def preset_selected(self) -> None:
         self.use_typed = False
+        self.refresh_plan()
         self.apply()
 
     @on(Input.Changed, "#ttl-input")
     def typed(self, event: Input.Changed) -> None:
-        self.use_typed = bool(event.value.strip())
+        self.use_typed = True
+        preset = preset_number(event.value.strip())
+        self.query_one("#ttl-presets", OptionList).highlighted = preset
         self.refresh_plan()
 
     @on(Input.Submitted, "#ttl-input")
-    def submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():  # enter in an empty box must not apply the preset behind it
-            self.app.bell()
-            return
+    def submitted(self) -> None:
         self.use_typed = True
         self.refresh_plan()
         self.apply()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """Whichever of the presets and the input has focus is what Apply applies."""
-        if event.widget.id in ("ttl-presets", "ttl-input"):
-            self.use_typed = event.widget.id == "ttl-input"
-            self.refresh_plan()
+        """Whichever of the presets and the box has focus is what Apply applies."""
+        if event.widget.id == "ttl-presets":
+            presets = self.query_one("#ttl-presets", OptionList)
+            if presets.highlighted is None:
+                presets.highlighted = 0
+            self.use_typed = False
+        elif event.widget.id == "ttl-input":
+            self.use_typed = True
+        self.refresh_plan()
 
     # --- leaving -----------------------------------------------------------------------------
     @on(Button.Pressed, "#ttl-apply")
     def apply(self) -> None:
-        if self.plan is None:
+        if self.plan is None:  # e.g. enter in an empty box: nothing is shown, nothing applies
             self.app.bell()
             return
         self.dismiss(self.plan)
@@ -290,6 +331,12 @@ class TtlDialog(ModalScreen[TtlPlan | None]):
     @on(Button.Pressed, "#ttl-cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def preset_number(text: str) -> int | None:
+    """The preset index a box holding just '1'..'5' means, else None."""
+    keys = [str(number) for number in range(1, len(PRESETS) + 1)]
+    return keys.index(text) if text in keys else None
 
 
 def _stack(table: Table, more: Text) -> Table:

@@ -184,7 +184,9 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         self._cursor = clamp(new_index, 0, max(0, len(self._rows) - 1))
         self.virtual_size = Size(0, len(self._rows) + 1)
         if self.is_mounted:
-            self.scroll_to(y=self._cursor - screen_offset, animate=False)
+            self.scroll_to(
+                y=self._cursor - screen_offset, animate=False, immediate=True, force=True
+            )
             self._scroll_cursor_into_view()
         self.refresh()
         self._schedule_highlight()
@@ -365,18 +367,23 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
 
     def _page(self, delta: int) -> None:
         if self._rows:
-            self.scroll_to(y=round(self.scroll_y) + delta, animate=False)
+            self.scroll_to(
+                y=round(self.scroll_y) + delta, animate=False, immediate=True, force=True
+            )
             self.move_cursor(self._cursor + delta)
 
     def _scroll_cursor_into_view(self) -> None:
+        # Every scroll here is forced and immediate: right after set_rows, the scrollbars are
+        # those of the old rows (none, for a short list), and an unforced scroll_to does nothing
+        # until the next layout; the cursor row was then left out of sight.
         if not self._rows or not self.is_mounted:
             return
         top = round(self.scroll_y)
         page = self._page_height()
         if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False)
+            self.scroll_to(y=self._cursor, animate=False, immediate=True, force=True)
         elif self._cursor >= top + page:
-            self.scroll_to(y=self._cursor - page + 1, animate=False)
+            self.scroll_to(y=self._cursor - page + 1, animate=False, immediate=True, force=True)
 
     def _refresh_row(self, index: int) -> None:
         # Virtual line = row index + 1 because the header takes line 0.
