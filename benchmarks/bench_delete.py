@@ -36,7 +36,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_ls import LOOPBACK, LatencyProxy, default_ckpt_tui, served
-from bench_server import write_store
+from bench_server import EPOCH, write_store
 
 from ckpt_tui.store import Store
 
@@ -55,6 +55,15 @@ BUCKETS = {
     "removing files (rmtree, unlink)": ("rmtree", "unlink", "rmdir"),
     "rescan (stat, scandir, listdir)": ("stat", "scandir", "listdir"),
 }
+
+
+def age_files(root: Path) -> None:
+    """Date every checkpoint file back to `EPOCH`, as a store's files are some time after a
+    run: a file changed in the last `SETTLE_SECONDS` marks its run as still being written,
+    and such a run is read again at each request (which a fresh store would measure)."""
+    for folder, _, files in os.walk(root / "runs"):
+        for name in files:
+            os.utime(Path(folder) / name, (EPOCH, EPOCH))
 
 
 def paths_of(store_dir: Path) -> list[str]:
@@ -140,6 +149,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=32, help="for serve alone")
     parser.add_argument("--profile", action="store_true", help="cProfile the store's deletes")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--serve-only", action="store_true", help="only serve alone, no proxy")
     parser.add_argument("--dir", type=Path, help="where to build the stores (default: a temp)")
     args = parser.parse_args()
     sizes = [(10, 100), (100, 100)] if args.large else [(10, 100)]
@@ -161,28 +171,20 @@ def compare(
     total = runs * per_run
     template = root / f"template-{total}"
     write_store(template, runs, per_run)
+    age_files(template)
     Store.open(template).close()  # reconciled into its index once, before copying
-    copies = {name: root / f"{name}-{total}" for name in ("prune", "tinker", "serve", "profile")}
+    names = ["serve"] if args.serve_only else ["prune", "serve"]
+    names += ["tinker"] if args.tinker and not args.serve_only else []
+    names += ["profile"] if args.profile else []
+    copies = {name: root / f"{name}-{total}" for name in names}
     for copy in copies.values():
         shutil.copytree(template, copy)
     if args.profile:
         profile_deletes(copies["profile"], args.top)
     print(f"\n{total:,} checkpoints, {args.latency * 1000:.0f} ms per request through the proxy")
     results: dict[str, float] = {}
-    with served(copies["prune"], args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
-        url = f"http://{LOOPBACK}:{proxy.port}"
-        argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
-        results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
-    if args.tinker:
-        paths = paths_of(copies["tinker"])
-        with (
-            served(copies["tinker"], args.ckpt_tui) as port,
-            LatencyProxy(port, args.latency) as proxy,
-        ):
-            url = f"http://{LOOPBACK}:{proxy.port}"
-            tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
-            argv = [str(args.tinker / "bin" / "tinker"), "checkpoint", "delete", *paths, "-y"]
-            results["tinker checkpoint delete -y (proxy)"] = timed_process(argv, tinker_env)
+    if not args.serve_only:
+        through_proxy(copies, args, env, results)
     paths = paths_of(copies["serve"])
     with served(copies["serve"], args.ckpt_tui) as port:
         url = f"http://{LOOPBACK}:{port}"
@@ -191,12 +193,36 @@ def compare(
     for name, seconds in results.items():
         print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
     for name in ("prune", "tinker", "serve"):
-        if name != "tinker" or args.tinker:
+        if name in copies:
             print(f"  left in the {name} store: {left_in(copies[name])}")
-    ours = results["ckpt-tui prune --yes (proxy)"]
+    ours = results.get("ckpt-tui prune --yes (proxy)")
     official = results.get("tinker checkpoint delete -y (proxy)")
-    if official is not None:
+    if official is not None and ours is not None:
         print(f"ckpt-tui is {official / ours:.2f}x the official CLI's speed")
+
+
+def through_proxy(
+    copies: dict[str, Path],
+    args: argparse.Namespace,
+    env: dict[str, str],
+    results: dict[str, float],
+) -> None:
+    """`ckpt-tui prune --yes`, then (with --tinker) the official CLI, each on its own copy."""
+    with served(copies["prune"], args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
+        url = f"http://{LOOPBACK}:{proxy.port}"
+        argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
+        results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+    if "tinker" not in copies:
+        return
+    paths = paths_of(copies["tinker"])
+    with (
+        served(copies["tinker"], args.ckpt_tui) as port,
+        LatencyProxy(port, args.latency) as proxy,
+    ):
+        url = f"http://{LOOPBACK}:{proxy.port}"
+        tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
+        argv = [str(args.tinker / "bin" / "tinker"), "checkpoint", "delete", *paths, "-y"]
+        results["tinker checkpoint delete -y (proxy)"] = timed_process(argv, tinker_env)
 
 
 if __name__ == "__main__":
