@@ -7,6 +7,7 @@
     api_key_env = "BOX1_KEY"        # or api_key_file = "~/.config/ckpt-tui/box1.key"
     storage_rate = 0.04             # USD per GiB-month, optional
     readonly = false                # optional
+    max_in_flight = 32              # most changes sent at once (bulk delete...), optional
 
     [backends.scratch]
     local = "/data/ckpts"
@@ -31,14 +32,25 @@ from typing import Any
 import msgspec
 
 from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
-from ckpt_tui.client import InvalidUrlError
+from ckpt_tui.client import DEFAULT_MAX_IN_FLIGHT, InvalidUrlError
 from ckpt_tui.client.endpoint import check_base_url
 from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
 from ckpt_tui.regular_files import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_FILE_BYTES = 1 << 16
-KNOWN_KEYS = ("url", "local", "api_key_env", "api_key_file", "storage_rate", "readonly")
+KNOWN_KEYS = (
+    "url",
+    "local",
+    "api_key_env",
+    "api_key_file",
+    "storage_rate",
+    "readonly",
+    "max_in_flight",
+)
+MAX_IN_FLIGHT_CEILING = 1024
+"""The largest `max_in_flight` accepted: beyond it, a typo (an extra zero) is likelier than a
+wish."""
 LITERAL_KEY = (
     "a key is never written in the config file: put it in an environment variable and name "
     'that with api_key_env = "BOX1_KEY", or in a file only you can read and name that with '
@@ -64,6 +76,8 @@ class ConfiguredBackend(msgspec.Struct, frozen=True, gc=False):
     api_key_file: Path | None = None
     storage_rate: float | None = None
     readonly: bool = False
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    """The most changes sent to it at once; bulk actions adapt below it (client.pacing)."""
     source: str = ""
     """Where it was configured, for messages: '[backends.box1] in /home/me/.config/...'."""
     problem: str | None = None
@@ -168,13 +182,19 @@ def checked(name: str, table: Any, where: Locator) -> ConfiguredBackend:
         raise where.error(name, "api_key_file", "give api_key_env or api_key_file, not both")
     source = f"[backends.{name}] in {where.path}"
     rate, readonly = rate_of(table, name, where), flag_of(table, name, where)
+    in_flight = in_flight_of(table, name, where)
     if "local" in table:
         for key in ("api_key_env", "api_key_file"):
             if key in table:
                 raise where.error(name, key, "a local store takes no key; remove it")
         folder = local_of(table["local"], name, where)
         return ConfiguredBackend(
-            name, local=folder, storage_rate=rate, readonly=readonly, source=source
+            name,
+            local=folder,
+            storage_rate=rate,
+            readonly=readonly,
+            max_in_flight=in_flight,
+            source=source,
         )
     url, problem = url_of(table["url"], name, where)
     key_file = table.get("api_key_file")
@@ -186,6 +206,7 @@ def checked(name: str, table: Any, where: Locator) -> ConfiguredBackend:
         api_key_file=None if key_file is None else Path(key_file).expanduser(),
         storage_rate=rate,
         readonly=readonly,
+        max_in_flight=in_flight,
         source=source,
     )
 
@@ -217,6 +238,16 @@ def flag_of(table: dict[str, Any], name: str, where: Locator) -> bool:
     value = table.get("readonly", False)
     if not isinstance(value, bool):
         raise where.error(name, "readonly", "must be true or false (no quotes)")
+    return value
+
+
+def in_flight_of(table: dict[str, Any], name: str, where: Locator) -> int:
+    value = table.get("max_in_flight", DEFAULT_MAX_IN_FLIGHT)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise where.error(name, "max_in_flight", "must be a whole number (no quotes), e.g. 32")
+    if not 1 <= value <= MAX_IN_FLIGHT_CEILING:
+        fix = f"must be from 1 to {MAX_IN_FLIGHT_CEILING} (changes sent at once), e.g. 32"
+        raise where.error(name, "max_in_flight", fix)
     return value
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 import msgspec
 
 from ckpt_tui.client.endpoint import without_user_info
+from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT
 from ckpt_tui.words import shorten_middle
 
 BackendKind = Literal["tinker", "url", "local"]
@@ -59,12 +60,16 @@ class Backend(msgspec.Struct, frozen=True):
     """Refuse every change on this backend (its own setting, or --readonly for all)."""
     storage_rate: float | None = None
     """USD per GiB-month set by the user; None: ask the billing endpoint, then the default."""
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    """The most changes its client sends at once (the config file's `max_in_flight`)."""
 
     def __post_init__(self) -> None:
         check_name(self.name)
         rate = self.storage_rate
         if rate is not None and (not math.isfinite(rate) or rate < 0):
             raise ValueError(f"backend {self.name}: a storage rate must be >= 0, got {rate}")
+        if self.max_in_flight < 1:
+            raise ValueError(f"backend {self.name}: max_in_flight must be >= 1")
 
     @property
     def is_local(self) -> bool:

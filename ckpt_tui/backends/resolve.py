@@ -227,12 +227,14 @@ def configured_setup(
     """A backend of the config file; a key it names but cannot read becomes its problem."""
     readonly = configured.readonly or wanted.readonly
     rate = configured.storage_rate if configured.storage_rate is not None else wanted.storage_rate
+    ceiling = configured.max_in_flight
     if configured.local is not None:
-        backend = Backend(configured.name, "local", str(configured.local), readonly, rate)
+        folder = str(configured.local)
+        backend = Backend(configured.name, "local", folder, readonly, rate, ceiling)
         problem = None if configured.local.is_dir() else missing_folder(configured)
         return Setup(backend, Endpoint.local(configured.local, wanted.project), problem)
     url = str(configured.url)
-    backend = Backend(configured.name, "url", url, readonly, rate)
+    backend = Backend(configured.name, "url", url, readonly, rate, ceiling)
     if configured.problem is not None:
         return Setup(backend, Endpoint.remote(url, project=wanted.project), configured.problem)
     try:

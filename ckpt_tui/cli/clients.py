@@ -13,7 +13,14 @@ from pathlib import Path
 
 import httpx
 
-from ckpt_tui.client import Backend, CheckpointClient, ConnectionFailed, RetryPolicy, Timeouts
+from ckpt_tui.client import (
+    DEFAULT_MAX_IN_FLIGHT,
+    Backend,
+    CheckpointClient,
+    ConnectionFailed,
+    RetryPolicy,
+    Timeouts,
+)
 
 
 async def open_client(
@@ -22,6 +29,7 @@ async def open_client(
     readonly: bool = False,
     timeouts: Timeouts | None = None,
     retry: RetryPolicy | None = None,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
 ) -> CheckpointClient:
     """The client for `backend`; a local store is opened in a worker thread (a large store's
     first scan takes a while: an event loop, e.g. the TUI's, stays responsive meanwhile).
@@ -29,7 +37,7 @@ async def open_client(
     local = None
     if backend.local_store is not None:
         local = await asyncio.to_thread(local_transport, backend.local_store, readonly)
-    return _client(backend, local, readonly, timeouts, retry)
+    return _client(backend, local, readonly, timeouts, retry, max_in_flight)
 
 
 def client_for(
@@ -38,12 +46,13 @@ def client_for(
     readonly: bool = False,
     timeouts: Timeouts | None = None,
     retry: RetryPolicy | None = None,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
 ) -> CheckpointClient:
     """Like `open_client`, but a local store is opened here and now (blocking)."""
     local = None
     if backend.local_store is not None:
         local = local_transport(backend.local_store, readonly)
-    return _client(backend, local, readonly, timeouts, retry)
+    return _client(backend, local, readonly, timeouts, retry, max_in_flight)
 
 
 def _client(
@@ -52,6 +61,7 @@ def _client(
     readonly: bool,
     timeouts: Timeouts | None,
     retry: RetryPolicy | None,
+    max_in_flight: int,
 ) -> CheckpointClient:
     transport, close = local if local is not None else (None, None)
     return CheckpointClient(
@@ -61,6 +71,7 @@ def _client(
         timeouts=timeouts,
         retry=retry,
         readonly=readonly,
+        max_in_flight=max_in_flight,
     )
 
 

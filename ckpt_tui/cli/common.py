@@ -115,7 +115,10 @@ def connect(setup: Setup) -> Connection:
     problem = setup.problem
     if problem is None:
         try:
-            client = client_for(setup.endpoint, readonly=setup.backend.readonly)
+            backend = setup.backend
+            client = client_for(
+                setup.endpoint, readonly=backend.readonly, max_in_flight=backend.max_in_flight
+            )
         except ClientError as exc:
             problem = failure_text(exc)
         else:

@@ -38,7 +38,8 @@ from ckpt_tui.cli.documents.prune_plan import (
     plan_lines,
     write_plan_json,
 )
-from ckpt_tui.client import CheckpointClient, run_bulk
+from ckpt_tui.cli.progress import ProgressLine, progress_line
+from ckpt_tui.client import BulkProgress, CheckpointClient, Outcome, run_bulk
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet_plan import Part, plan_fleet
 from ckpt_tui.timekeeping.clock import Clock, clock_from_environ
@@ -181,13 +182,15 @@ async def prune(
     settings: LogDirSettings,
     job: Job,
     before_acting: Callable[[Result], None] | None = None,
+    progress_for: Callable[[int], ProgressLine | None] | None = None,
 ) -> Result:
     """Load every backend, plan each, and (with `job.execute`) delete each plan's rows through
     its own backend's client, all backends at once.
 
     `before_acting` sees the plans and where each acts before anything is deleted. With
     `job.execute`, a backend whose list is not whole stops everything (NotWhole), and a
-    read-only backend's part is refused.
+    read-only backend's part is refused. `progress_for(total)` gives the line that shows how
+    the deletes of all backends together go (None: none).
     """
     async with opened(setups) as connections:
         fleet = await load_fleet(connections, settings)
@@ -212,7 +215,15 @@ async def prune(
             before_acting(result)
         if job.execute:
             clients = {connection.name: connection.client for connection in connections}
-            parts = list(await asyncio.gather(*(carry_out(p, clients[p.name]) for p in parts)))
+            total = sum(part.delete_count for part in parts if not part.refused)
+            line = progress_for(total) if progress_for is not None else None
+            counted = counter(line)
+            try:
+                deletes = (carry_out(p, clients[p.name], counted) for p in parts)
+                parts = list(await asyncio.gather(*deletes))
+            finally:
+                if line is not None:
+                    line.finish()
             places = {connection.name: connection.backend.describe() for connection in connections}
             problems = [*problems, *log_deletions(parts, settings.actions_log, job.now, places)]
             result = Result(parts, described, problems)
@@ -240,12 +251,32 @@ def log_deletions(
     return problems
 
 
-async def carry_out(part: Part, client: CheckpointClient) -> Part:
+def counter(line: ProgressLine | None) -> BulkProgress | None:
+    """One count over every backend's deletes, shown on `line`."""
+    if line is None:
+        return None
+    done = 0
+
+    def count(_done: int, _total: int, _outcome: Outcome) -> None:
+        nonlocal done
+        done += 1
+        line.update(done)
+
+    return count
+
+
+async def carry_out(
+    part: Part, client: CheckpointClient, on_progress: BulkProgress | None = None
+) -> Part:
     """Delete a part's planned rows through its own client (none when refused)."""
     if part.plan is None or part.refused:
         return part
     targets = [row.tinker_path for row in part.plan.to_delete]
-    return part.done(await run_bulk(targets, client.delete_checkpoint) if targets else [])
+    if not targets:
+        return part.done([])
+    # as many workers as the ceiling: the client's pace decides how many are sent at once
+    workers = client.pace.ceiling
+    return part.done(await run_bulk(targets, client.delete_checkpoint, workers, on_progress))
 
 
 def only_one_not_whole(state: BackendState) -> str:
@@ -294,8 +325,13 @@ def run(args: argparse.Namespace, clock: Clock | None = None) -> int:
     def before_acting(result: Result) -> None:
         show_plan(result, policy, args.json, args.yes)
 
+    def progress_for(total: int) -> ProgressLine | None:
+        return progress_line("Deleting", total, sys.stderr, args.json)
+
     try:
-        result = run_async(prune(setups, log_settings_from_args(args), job, before_acting))
+        result = run_async(
+            prune(setups, log_settings_from_args(args), job, before_acting, progress_for)
+        )
     except (UsageError, PolicyError) as exc:
         return fail(str(exc), 2)
     except NotWhole as exc:

@@ -39,12 +39,14 @@ from ckpt_tui.client.errors import (
     ServerError,
     Timeout,
 )
+from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT, Pace
 from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import RetryPolicy
 
 __all__ = [
     "API_KEY_HEADER",
     "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_IN_FLIGHT",
     "ApiError",
     "AuthError",
     "Backend",
@@ -64,6 +66,7 @@ __all__ = [
     "Listing",
     "NotFoundError",
     "Outcome",
+    "Pace",
     "Page",
     "Progress",
     "RateLimitedError",

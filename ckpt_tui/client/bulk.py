@@ -2,6 +2,8 @@
 
 A bulk run never raises half-way and never stops at the first failure: each item's error is
 recorded in its `Outcome`, in input order, and progress is reported after every item.
+A client's changes also go at its backend's pace (ckpt_tui.client.pacing): callers give as many
+workers as the pace's ceiling, and the pace decides how many of them send at once.
 """
 
 from __future__ import annotations

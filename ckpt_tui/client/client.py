@@ -44,6 +44,7 @@ from ckpt_tui.client.errors import (
     ReadOnlyError,
     decoded,
 )
+from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT, Pace
 from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
 from ckpt_tui.client.session import Session
@@ -139,6 +140,8 @@ class CheckpointClient:
     starts up as the tinker SDK does (client config, then API key or JWT exchange): see
     ckpt_tui.client.session.
     A `readonly` client refuses every change before sending it (ReadOnlyError).
+    Changes go at this backend's own `pace` (ckpt_tui.client.pacing), at most `max_in_flight`
+    at once.
     """
 
     def __init__(
@@ -150,9 +153,13 @@ class CheckpointClient:
         retry: RetryPolicy | None = None,
         on_close: Callable[[], None] | None = None,
         readonly: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        pace: Pace | None = None,
     ) -> None:
         self.backend = backend
         self.retry = retry or RetryPolicy()
+        self.pace = pace or Pace(max_in_flight, sleep=self.retry.sleep)
+        """How many changes are sent at once: adapted to this backend, at most its ceiling."""
         self.readonly = readonly
         self._on_close = on_close
         if transport is None and backend.local_store is not None:
@@ -216,7 +223,7 @@ class CheckpointClient:
                 f"read-only mode: {call.subject} was not changed on "
                 f"{self._target.display_url} (start without --readonly to change it)"
             )
-        return await self._send(call)
+        return await send_with_retries(self._http, call, self.retry, self._target, self.pace)
 
     async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
         """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""

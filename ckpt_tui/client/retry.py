@@ -29,6 +29,7 @@ from ckpt_tui.client.errors import (
     detail_of,
     library_text,
 )
+from ckpt_tui.client.pacing import Pace
 from ckpt_tui.client.secret import HIDDEN, Secret
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -99,12 +100,18 @@ class _Failure(msgspec.Struct):
 
 
 async def send_with_retries(
-    client: httpx.AsyncClient, call: Call, policy: RetryPolicy, target: Target
+    client: httpx.AsyncClient,
+    call: Call,
+    policy: RetryPolicy,
+    target: Target,
+    pace: Pace | None = None,
 ) -> httpx.Response:
-    """Send `call`; return a 2xx answer (or a "done already" one); raise a ClientError."""
+    """Send `call`; return a 2xx answer (or a "done already" one); raise a ClientError.
+
+    With a `pace`, each attempt waits for one of its slots and tells it how it went."""
     maybe_performed = False
     for attempt in range(1, policy.max_attempts + 1):
-        result = await _attempt(client, call, target)
+        result = await _paced_attempt(client, call, target, pace)
         if isinstance(result, httpx.Response):
             if result.is_success or (
                 maybe_performed and result.status_code in call.done_if_retried
@@ -116,6 +123,19 @@ async def send_with_retries(
         maybe_performed = maybe_performed or result.maybe_performed
         await policy.sleep(policy.delay(attempt, result.retry_after))
     raise AssertionError("unreachable: the loop returns or raises")
+
+
+async def _paced_attempt(
+    client: httpx.AsyncClient, call: Call, target: Target, pace: Pace | None
+) -> httpx.Response | _Failure:
+    if pace is None:
+        return await _attempt(client, call, target)
+    async with pace.slot() as slot:
+        result = await _attempt(client, call, target)
+        if isinstance(result, httpx.Response):
+            status = result.status_code
+            slot.answered(status, _retry_after(result) if status in (429, 503) else None)
+        return result
 
 
 async def _attempt(

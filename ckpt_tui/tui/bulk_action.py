@@ -57,7 +57,9 @@ class BulkAction:
         def one(path: str) -> Awaitable[None]:
             return change(client, self, path)
 
-        self.outcomes = await run_bulk(self.paths, one, on_progress=on_progress)
+        # as many workers as the ceiling: the client's pace decides how many are sent at once
+        workers = client.pace.ceiling
+        self.outcomes = await run_bulk(self.paths, one, workers, on_progress)
         return self.outcomes
 
     def retry(self, failed: Sequence[str]) -> BulkAction:

@@ -8,6 +8,10 @@ benchmarks.
     faulty.drop_response(1, method="DELETE")    # perform the delete, then answer 503
     faulty.delay = 0.05                         # every request waits 50 ms first
     gate = faulty.hold(method="PUT")            # matching requests wait until gate.set()
+    faulty.gather(3, method="DELETE")           # the first 3 wait until all 3 are in
+    faulty.slow_after(100, clock, method="DELETE")  # after 100, each one costs a virtual second
+
+`in_flight` counts the requests being answered now and `most_in_flight` the most at once.
 
 Rules match on method (None = any) and on a substring of the request path. `requests` logs
 every `(method, path)` seen, so tests can count attempts; `headers` logs each request's headers.
@@ -60,6 +64,10 @@ class FaultyApp:
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
         self._holds: list[tuple[str | None, threading.Event]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._gathering: tuple[str | None, int, asyncio.Event] | None = None
+        self._slowing: tuple[str | None, int, VirtualClock] | None = None
 
     def fail_first(
         self,
@@ -98,6 +106,16 @@ class FaultyApp:
         self._holds.append((method, gate))
         return gate
 
+    def gather(self, count: int, method: str | None = None) -> None:
+        """The first `count` matching requests wait until all `count` are in flight together
+        (so a client that may send `count` at once is seen doing so)."""
+        self._gathering = (method, count, asyncio.Event())
+
+    def slow_after(self, count: int, clock: VirtualClock, method: str | None = None) -> None:
+        """After `count` matching requests, each one advances `clock` by a second while in
+        flight: the server slows down, in the time a client reading `clock` sees."""
+        self._slowing = (method, count, clock)
+
     def count(self, method: str | None = None, path: str = "") -> int:
         """How many requests so far matched `method` (None = any) and contain `path`."""
         return sum(1 for m, p in self.requests if (method is None or m == method) and path in p)
@@ -109,6 +127,18 @@ class FaultyApp:
         method, path = str(scope["method"]), str(scope["path"])
         self.requests.append((method, path))
         self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self._answer(scope, receive, send, method, path)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, send: Send, method: str, path: str
+    ) -> None:
+        await self._gather(method)
+        self._slow_down(method)
         if self.delay > 0:
             await asyncio.sleep(self.delay)
         for held_method, gate in self._holds:
@@ -127,6 +157,32 @@ class FaultyApp:
             await _answer(send, self.failing_status, detail, None)
             return
         await self.app(scope, receive, send)
+
+    def _slow_down(self, method: str) -> None:
+        if self._slowing is None or self._slowing[0] not in (None, method):
+            return
+        if self.count(method) > self._slowing[1]:
+            self._slowing[2].now += 1.0
+
+    async def _gather(self, method: str) -> None:
+        if self._gathering is None or self._gathering[0] not in (None, method):
+            return
+        wanted, arrived = self._gathering[1], self._gathering[2]
+        if self.count(self._gathering[0]) > wanted:
+            return
+        if self.in_flight >= wanted:
+            arrived.set()
+        await arrived.wait()
+
+
+class VirtualClock:
+    """A clock that moves only when told (`now += seconds`): what a paced client reads."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 async def _discard(message: Message) -> None:

@@ -21,6 +21,7 @@ from ckpt_tui.backends.resolve import (
     resolve,
     split_named,
 )
+from ckpt_tui.client import DEFAULT_MAX_IN_FLIGHT
 from ckpt_tui.client.secret import Secret
 
 GOOD = b"""\
@@ -101,6 +102,11 @@ BAD: list[tuple[bytes, str]] = [
         r"line 3: \[backends.b\] storage_rate: must be a number >= 0",
     ),
     (b'[backends.b]\nurl = "http://h"\nreadonly = "yes"\n', r"readonly: must be true or false"),
+    (
+        b'[backends.b]\nurl = "http://h"\nmax_in_flight = "32"\n',
+        r"line 3: \[backends.b\] max_in_flight: must be a whole number",
+    ),
+    (b'[backends.b]\nlocal = "/x"\nmax_in_flight = 0\n', r"max_in_flight: must be from 1 to 1024"),
     (b'[backends."box 1"]\nurl = "http://h"\n', r"line 1: \[backends.box 1\]: not a usable"),
     (b'[backend.b]\nurl = "http://h"\n', r": backend: unknown setting"),
     (b"[backends.b\nurl = 1\n", r"not valid TOML: .*line 1"),
@@ -252,3 +258,11 @@ def test_a_url_that_is_the_tinker_connections_opens_once(tmp_path: Path) -> None
     config = parse_config(f'[backends.box]\nurl = "{url}"\n'.encode(), tmp_path / "c.toml")
     [configured] = resolve(Wanted(), config, ENV_TINKER, tmp_path / "no-creds")
     assert configured.backend.name == "box" and configured.endpoint.api_key == Secret("tml-env")
+
+
+def test_max_in_flight_is_per_backend_with_a_default(tmp_path: Path) -> None:
+    raw = b'[backends.a]\nurl = "http://h:1"\nmax_in_flight = 4\n[backends.b]\nlocal = "/x"\n'
+    config = parse_config(raw, tmp_path / "c.toml")
+    assert [b.max_in_flight for b in config.backends] == [4, DEFAULT_MAX_IN_FLIGHT]
+    setups = resolve(Wanted(names=("a", "b")), config, {})
+    assert [setup.backend.max_in_flight for setup in setups] == [4, DEFAULT_MAX_IN_FLIGHT]

@@ -1,0 +1,229 @@
+"""Bulk delete: `ckpt-tui prune --yes` against the official `tinker checkpoint delete`, and
+what `ckpt-tui serve` sustains on its own.
+
+    python benchmarks/bench_delete.py [--tinker VENV] [--large] [--profile] [--dir DIR]
+
+Builds a store of 1,000 unprotected checkpoints (10 runs; with `--large` also 10,000, 100
+runs) and copies it, so every contestant starts from an identical store. Each copy is served
+by `ckpt-tui serve` in its own process behind a loopback proxy holding every request 50 ms
+(`--latency`), and, one after the other, in one run:
+- `ckpt-tui prune --yes --delete-all-unprotected` (and no keep rule) deletes all of it;
+- with `--tinker VENV`, the official `tinker checkpoint delete PATH... -y` (32 threads) does;
+- `serve` alone, no proxy: this process sends the DELETEs itself, 32 in flight (`--in-flight`),
+  and reports deletes per second.
+Prints each one's wall time and deletes per second, and checks each store is empty after.
+With `--profile`, first runs `Store.delete_checkpoint` over a copy in this process under
+cProfile and says where a delete spends its time (SQLite, fsync, the trash, the rescan).
+Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_ls import LOOPBACK, LatencyProxy, default_ckpt_tui, served
+from bench_server import EPOCH, write_store
+
+from ckpt_tui.store import Store
+
+PRUNE_ALL = [
+    "--delete-all-unprotected",
+    "--no-keep-final",
+    "--no-keep-flagged-best",
+    "--no-keep-resume",
+    "--no-keep-published",
+    "--yes",
+]
+BUCKETS = {
+    "SQLite (execute, commit)": ("sqlite3", "execute", "commit"),
+    "fsync": ("fsync",),
+    "rename into the trash": ("rename", "renameat"),
+    "removing files (rmtree, unlink)": ("rmtree", "unlink", "rmdir"),
+    "rescan (stat, scandir, listdir)": ("stat", "scandir", "listdir"),
+}
+
+
+def age_files(root: Path) -> None:
+    """Date every checkpoint file back to `EPOCH`, as a store's files are some time after a
+    run: a file changed in the last `SETTLE_SECONDS` marks its run as still being written,
+    and such a run is read again at each request (which a fresh store would measure)."""
+    for folder, _, files in os.walk(root / "runs"):
+        for name in files:
+            os.utime(Path(folder) / name, (EPOCH, EPOCH))
+
+
+def paths_of(store_dir: Path) -> list[str]:
+    store = Store.open(store_dir, create=False)
+    try:
+        checkpoints, total = store.list_checkpoints(0, 1_000_000)
+        assert len(checkpoints) == total
+        return [c.tinker_path for c in checkpoints]
+    finally:
+        store.close()
+
+
+def left_in(store_dir: Path) -> int:
+    store = Store.open(store_dir, create=False)
+    try:
+        return store.list_checkpoints(0, 1)[1]
+    finally:
+        store.close()
+
+
+def timed_process(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]!r}")
+    return seconds
+
+
+async def delete_directly(url: str, paths: list[str], in_flight: int) -> float:
+    """DELETE every path, `in_flight` at once, on one connection pool; the seconds it took."""
+    gate = asyncio.Semaphore(in_flight)
+    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def one(path: str) -> None:
+            run_id, kind, name = path.removeprefix("tinker://").split("/", 2)
+            async with gate:
+                answer = await client.delete(
+                    f"/api/v1/training_runs/{run_id}/checkpoints/{kind}/{name}"
+                )
+            answer.raise_for_status()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(path) for path in paths))
+        return time.perf_counter() - start
+
+
+def profile_deletes(store_dir: Path, top: int) -> None:
+    """Where `Store.delete_checkpoint` spends its time, in this process."""
+    paths = paths_of(store_dir)
+    store = Store.open(store_dir, create=False)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    for path in paths:
+        run_id, checkpoint_id = path.removeprefix("tinker://").split("/", 1)
+        store.delete_checkpoint(run_id, checkpoint_id)
+    profiler.disable()
+    seconds = time.perf_counter() - start
+    store.close()
+    print(f"\nStore.delete_checkpoint x {len(paths):,} in-process (under cProfile): "
+          f"{seconds:.2f} s, {len(paths) / seconds:,.0f}/s")  # fmt: skip
+    stats = pstats.Stats(profiler)
+    raw = stats.stats  # type: ignore[attr-defined]
+    for bucket, words in BUCKETS.items():
+        spent = sum(
+            entry[2]  # own time
+            for (_, _, function), entry in raw.items()
+            if any(word in function for word in words)
+        )
+        print(f"  {bucket:<34} {spent:6.2f} s ({spent / seconds:5.1%})")
+    print(f"\nTop {top} by own time:")
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--tinker", type=Path, help="a virtualenv with the official tinker CLI")
+    parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
+    parser.add_argument("--large", action="store_true", help="also 10,000 checkpoints")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per request")
+    parser.add_argument("--in-flight", type=int, default=32, help="for serve alone")
+    parser.add_argument("--profile", action="store_true", help="cProfile the store's deletes")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--serve-only", action="store_true", help="only serve alone, no proxy")
+    parser.add_argument("--dir", type=Path, help="where to build the stores (default: a temp)")
+    args = parser.parse_args()
+    sizes = [(10, 100), (100, 100)] if args.large else [(10, 100)]
+    with tempfile.TemporaryDirectory(prefix="bench-delete-", dir=args.dir) as root:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": root,
+            "TINKER_COOKBOOK_RUNS_DIR": str(Path(root) / "no-runs"),
+        }
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for runs, per_run in sizes:
+            compare(Path(root), runs, per_run, args, env)
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def compare(
+    root: Path, runs: int, per_run: int, args: argparse.Namespace, env: dict[str, str]
+) -> None:
+    total = runs * per_run
+    template = root / f"template-{total}"
+    write_store(template, runs, per_run)
+    age_files(template)
+    Store.open(template).close()  # reconciled into its index once, before copying
+    names = ["serve"] if args.serve_only else ["prune", "serve"]
+    names += ["tinker"] if args.tinker and not args.serve_only else []
+    names += ["profile"] if args.profile else []
+    copies = {name: root / f"{name}-{total}" for name in names}
+    for copy in copies.values():
+        shutil.copytree(template, copy)
+    if args.profile:
+        profile_deletes(copies["profile"], args.top)
+    print(f"\n{total:,} checkpoints, {args.latency * 1000:.0f} ms per request through the proxy")
+    results: dict[str, float] = {}
+    if not args.serve_only:
+        through_proxy(copies, args, env, results)
+    paths = paths_of(copies["serve"])
+    with served(copies["serve"], args.ckpt_tui) as port:
+        url = f"http://{LOOPBACK}:{port}"
+        seconds = asyncio.run(delete_directly(url, paths, args.in_flight))
+        results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
+    for name, seconds in results.items():
+        print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
+    for name in ("prune", "tinker", "serve"):
+        if name in copies:
+            print(f"  left in the {name} store: {left_in(copies[name])}")
+    ours = results.get("ckpt-tui prune --yes (proxy)")
+    official = results.get("tinker checkpoint delete -y (proxy)")
+    if official is not None and ours is not None:
+        print(f"ckpt-tui is {official / ours:.2f}x the official CLI's speed")
+
+
+def through_proxy(
+    copies: dict[str, Path],
+    args: argparse.Namespace,
+    env: dict[str, str],
+    results: dict[str, float],
+) -> None:
+    """`ckpt-tui prune --yes`, then (with --tinker) the official CLI, each on its own copy."""
+    with served(copies["prune"], args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
+        url = f"http://{LOOPBACK}:{proxy.port}"
+        argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
+        results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+    if "tinker" not in copies:
+        return
+    paths = paths_of(copies["tinker"])
+    with (
+        served(copies["tinker"], args.ckpt_tui) as port,
+        LatencyProxy(port, args.latency) as proxy,
+    ):
+        url = f"http://{LOOPBACK}:{proxy.port}"
+        tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
+        argv = [str(args.tinker / "bin" / "tinker"), "checkpoint", "delete", *paths, "-y"]
+        results["tinker checkpoint delete -y (proxy)"] = timed_process(argv, tinker_env)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""How many changes one backend gets at once: adapted to what it sustains, never above a ceiling.
+
+Each client (one per backend) has its own `Pace`, so several backends run side by side, each
+at its own pace. Every attempt of a change takes a slot; the limit on slots
+
+- starts moderate (`START`, or the ceiling if lower),
+- grows while latency holds: after a round (as many answers as the limit), if the round's
+  median latency is within `SLOWER` times the fastest seen (plus `SLACK`), doubling until the
+  first sign of trouble, then one more slot per round;
+- falls by a quarter after a round whose latency did not hold (the backend slowed down);
+- halves on 429 or 503 (once per round: the other answers of that round were sent at the
+  old limit), and with `Retry-After`, no new attempt starts until that many seconds passed;
+- never exceeds `ceiling` (the config file's `max_in_flight`) nor falls below 1.
+
+The clock and the sleep are injectable, so tests decide what latency the pace sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_IN_FLIGHT = 32
+"""The ceiling when the config file sets none: what the official CLI sends at once."""
+START = 8
+SLOWER = 2.0
+SLACK = 0.05
+"""Seconds a round's median may exceed twice the fastest answer and still count as holding:
+an in-process store answers in a millisecond, where a few ms of scheduling noise is not load."""
+MAX_PAUSE = 30.0
+"""The longest `Retry-After` pause honoured (as `RetryPolicy.max_retry_after`)."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass
+class Slot:
+    """One attempt in flight: when it started and at which round of the pace."""
+
+    started: float
+    round: int
+    status: int | None = None
+    retry_after: float | None = None
+
+    def answered(self, status: int | None, retry_after: float | None = None) -> None:
+        """What the attempt got back (None: no answer, e.g. the connection failed)."""
+        self.status, self.retry_after = status, retry_after
+
+
+@dataclass
+class Pace:
+    """The adaptive limit of one backend; `history` records each change of `limit` and why."""
+
+    ceiling: int = DEFAULT_MAX_IN_FLIGHT
+    clock: Callable[[], float] = time.monotonic
+    sleep: Sleep = asyncio.sleep
+    limit: int = 0
+    in_flight: int = 0
+    history: list[tuple[int, str]] = field(default_factory=list)
+    _fastest: float | None = None
+    _latencies: list[float] = field(default_factory=list)
+    _round: int = 0
+    _growing_fast: bool = True
+    _changed: asyncio.Condition | None = None
+    _resume: asyncio.Event | None = None
+    _pausing: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ceiling < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {self.ceiling}")
+        self.limit = self.limit or min(START, self.ceiling)
+
+    @property
+    def condition(self) -> asyncio.Condition:
+        # made on first use: a pace may be built outside the event loop that uses it
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[Slot]:
+        """Wait for a free slot (and any `Retry-After` pause); hold it during one attempt."""
+        async with self.condition:
+            while True:
+                if self._resume is not None and not self._resume.is_set():
+                    resume = self._resume
+                    self.condition.release()
+                    try:
+                        await resume.wait()
+                    finally:
+                        await self.condition.acquire()
+                    continue
+                if self.in_flight < self.limit:
+                    break
+                await self.condition.wait()
+            self.in_flight += 1
+        taken = Slot(self.clock(), self._round)
+        try:
+            yield taken
+        finally:
+            async with self.condition:
+                self.in_flight -= 1
+                self._learn(taken)
+                self.condition.notify_all()
+
+    def _learn(self, taken: Slot) -> None:
+        if taken.status in (429, 503):
+            self._back_off(taken)
+        elif taken.status is not None and taken.status < 500:
+            self._answered_in(self.clock() - taken.started)
+
+    def _back_off(self, taken: Slot) -> None:
+        # Halved once per round: the others of that round were sent before the change.
+        if taken.round == self._round:
+            self._growing_fast = False
+            self._set(max(1, self.limit // 2), f"{taken.status}")
+        if taken.retry_after is not None and taken.retry_after > 0:
+            self._pause(min(taken.retry_after, MAX_PAUSE))
+
+    def _pause(self, seconds: float) -> None:
+        if self._resume is not None and not self._resume.is_set():
+            return
+        resume = self._resume = asyncio.Event()
+
+        async def wait_then_resume() -> None:
+            try:
+                await self.sleep(seconds)
+            finally:
+                resume.set()
+
+        task = asyncio.get_running_loop().create_task(wait_then_resume())
+        self._pausing = task  # a reference, so the task is not collected before it ends
+        self.history.append((self.limit, f"pause {seconds:g}s"))
+
+    def _answered_in(self, latency: float) -> None:
+        if self._fastest is None or latency < self._fastest:
+            self._fastest = latency
+        self._latencies.append(latency)
+        if len(self._latencies) < self.limit:
+            return
+        median = statistics.median(self._latencies)
+        if median <= self._fastest * SLOWER + SLACK:
+            grown = self.limit * 2 if self._growing_fast else self.limit + 1
+            self._set(min(self.ceiling, grown), "latency holds")
+        else:
+            self._growing_fast = False
+            self._set(max(1, self.limit * 3 // 4), "slower")
+
+    def _set(self, limit: int, why: str) -> None:
+        """A new limit starts a new round (the latencies of the old one no longer apply)."""
+        self._latencies.clear()
+        self._round += 1
+        if limit != self.limit:
+            self.history.append((limit, why))
+        self.limit = limit
