@@ -34,21 +34,23 @@ from tests.support.tui import app_on, connection, screen_text, settle
 KEY = "tml-s3cret-key-of-the-box"
 
 
-@pytest.fixture
-def box_url(tmp_path: Path, clock: FixedClock) -> Iterator[str]:
-    with Store.open(tmp_path / "box", clock) as store:
-        seed_backend(store, "box", 2)
+def served(folder: Path, clock: FixedClock) -> Iterator[str]:
+    """The URL of a server, asking for KEY, of a store of its own in `folder`."""
+    with Store.open(folder, clock) as store:
+        seed_backend(store, folder.name, 2)
         with run_server(create_app(store, api_key=KEY, sweep_interval=None)) as url:
             yield url
+
+
+@pytest.fixture
+def box_url(tmp_path: Path, clock: FixedClock) -> Iterator[str]:
+    yield from served(tmp_path / "box", clock)
 
 
 @pytest.fixture
 def other_url(tmp_path: Path, clock: FixedClock) -> Iterator[str]:
     """A second server of its own store (one store under two names is refused)."""
-    with Store.open(tmp_path / "other", clock) as store:
-        seed_backend(store, "other", 2)
-        with run_server(create_app(store, api_key=KEY, sweep_interval=None)) as url:
-            yield url
+    yield from served(tmp_path / "other", clock)
 
 
 def configured(tmp_path: Path, url: str, key: str, monkeypatch: pytest.MonkeyPatch) -> Connection:

@@ -213,13 +213,7 @@ class _Job:
         async with self._stream(spec.name, headers) as answer:
             _check_range(answer, spec, offset)
             async for chunk in answer.aiter_bytes():  # as it comes: a cut keeps what arrived
-                if offset + len(chunk) > spec.size:
-                    raise DownloadError(f"{spec.name}: the server sent more than its length")
-                try:
-                    os.pwrite(fd, chunk, offset)
-                except OSError as exc:
-                    raise _write_error(part, exc) from exc
-                offset += len(chunk)
+                offset = _write_chunk(fd, chunk, offset, spec, part)
                 self.progress.done += len(chunk)
                 self.progress.fetched += len(chunk)
                 self.report(self.progress)
@@ -270,13 +264,7 @@ class _Job:
                 for chunk in answer.iter_bytes():
                     if stop.is_set():
                         break
-                    if offset + len(chunk) > spec.size:
-                        raise DownloadError(f"{spec.name}: the server sent more than its length")
-                    try:
-                        os.pwrite(fd, chunk, offset)
-                    except OSError as exc:
-                        raise _write_error(part, exc) from exc
-                    offset += len(chunk)
+                    offset = _write_chunk(fd, chunk, offset, spec, part)
                     unreported += len(chunk)
                     if unreported >= REPORT_BYTES:
                         self._count(unreported)
@@ -333,6 +321,18 @@ class _RenewingStream:
     async def __aexit__(self, *exc: object) -> None:
         if self.answer is not None:
             await self.answer.aclose()
+
+
+def _write_chunk(fd: int, chunk: bytes, offset: int, spec: FileSpec, part: Path) -> int:
+    """Write `chunk` of `spec`'s answer at `offset` of its `.part` file; the next offset.
+    More bytes than the file's length is the server's error, not written."""
+    if offset + len(chunk) > spec.size:
+        raise DownloadError(f"{spec.name}: the server sent more than its length")
+    try:
+        os.pwrite(fd, chunk, offset)
+    except OSError as exc:
+        raise _write_error(part, exc) from exc
+    return offset + len(chunk)
 
 
 def _check_range(answer: httpx.Response, spec: FileSpec, offset: int) -> None:
