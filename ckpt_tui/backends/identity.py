@@ -9,6 +9,10 @@
   `--url` of `ckpt-tui serve /x` and `--local /x` are then one store too, and so are two
   URLs of one server (an SSH tunnel and its direct address).
 
+- Nor may one local store's folder be inside another's (`nested_folders`): the outer store
+  would see the inner one's files as its own, and a change through one would reach the
+  other's checkpoints.
+
 Two backends that are one store would list its checkpoints twice and plan them twice, and a
 change through one would go around the other's read-only setting: they are refused.
 """
@@ -44,6 +48,46 @@ def folder_key(folder: str) -> PlaceKey:
     except OSError:
         return ("path", os.path.realpath(folder))
     return ("inode", info.st_dev, info.st_ino)
+
+
+FolderId = tuple[int, int]
+
+
+def folder_chain(folder: str) -> list[FolderId]:
+    """The device and inode of the folder (links resolved) and of each folder above it, up
+    to `/`, innermost first; empty when it cannot be looked at (that backend's own error).
+    Comparing these, not spellings, finds nesting through links and bind mounts too."""
+    real = os.path.realpath(folder)
+    chain: list[FolderId] = []
+    while True:
+        try:
+            info = os.stat(real)
+        except OSError:
+            return []
+        chain.append((info.st_dev, info.st_ino))
+        parent = os.path.dirname(real)
+        if parent == real:
+            return chain
+        real = parent
+
+
+def nested_folders(locals_: Sequence[Backend]) -> str | None:
+    """Why one of the local backends' folders is inside another's; None when none is."""
+    chains = [(backend, folder_chain(backend.location)) for backend in locals_]
+    for inner, chain in chains:
+        for outer, outer_chain in chains:
+            if outer is not inner and chain and outer_chain and outer_chain[0] in chain[1:]:
+                return nested_message(outer, inner)
+    return None
+
+
+def nested_message(outer: Backend, inner: Backend) -> str:
+    return (
+        f"{inner.name} ({inner.place}) is inside {outer.name} ({outer.place}): one store's "
+        "folder cannot hold another's (a change through one would reach the other's "
+        "checkpoints, around its settings such as read-only). Give folders that do not "
+        "overlap, or name only one with --backend NAME"
+    )
 
 
 def url_key(url: str) -> PlaceKey:

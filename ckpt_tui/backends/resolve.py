@@ -29,7 +29,12 @@ from msgspec.structs import replace
 
 from ckpt_tui.backends.config import Config, ConfiguredBackend, KeyProblem
 from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
-from ckpt_tui.backends.identity import PlaceKey, place_key, same_place_message
+from ckpt_tui.backends.identity import (
+    PlaceKey,
+    nested_folders,
+    place_key,
+    same_place_message,
+)
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CredentialsError, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url
@@ -281,3 +286,6 @@ def check_unique(setups: Sequence[Setup]) -> None:
         if place in places:
             raise SetupError(same_place_message(places[place], backend))
         places[place] = backend
+    nested = nested_folders([backend for backend in places.values() if backend.is_local])
+    if nested is not None:
+        raise SetupError(nested)

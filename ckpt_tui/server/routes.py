@@ -51,10 +51,7 @@ async def healthz(request: Request) -> Response:
     """Open to all (no key): ok, the id of the store served, by which a client tells
     that two of its backends are one store (ckpt_tui.backends.identity), and the checkpoint
     types whose files it signs download URLs for (ckpt_tui.server.downloads)."""
-    answer = {"status": "ok"}
-    store_id = _store(request).store_id
-    if store_id is not None:
-        answer["store_id"] = store_id
+    answer = {"status": "ok", "store_id": _store(request).store_id}
     return json_response({**answer, "signed_downloads": request.app.state.signed_types})
 
 

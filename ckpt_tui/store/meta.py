@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,8 +101,10 @@ def _row(values: RowValues) -> Row:
 class MetaDB:
     """The SQLite connection, shared by threads under the Store's lock."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, derived_id: str) -> None:
         self._conn = conn
+        self.derived_id = derived_id
+        """The id this folder has before one is kept (`ckpt_tui.store.opening.derived_store_id`)."""
         conn.executescript(_SCHEMA)
         present = {info[1] for info in conn.execute("PRAGMA table_info(checkpoints)")}
         with conn:
@@ -111,30 +112,31 @@ class MetaDB:
                 if name not in present:
                     conn.execute(f"ALTER TABLE checkpoints ADD COLUMN {name} {kind}")
         self.store_id = self._read_store_id()
-        """The store's id (see `ensure_store_id`); None in a copy of a file that has none."""
+        """The store's id: the one kept in the metadata, else the folder's derived id (never
+        None: a folder never written still has one, so a read-only server of it and a
+        writable client of it are seen to be one store)."""
 
-    def _read_store_id(self) -> str | None:
+    def _read_store_id(self) -> str:
         found = self._conn.execute("SELECT value FROM store WHERE key = 'id'").fetchone()
-        return None if found is None else str(found[0])
+        return self.derived_id if found is None else str(found[0])
 
     def ensure_store_id(self) -> None:
-        """Give the store its id once, when its metadata file is written (made, or opened to
-        write): a random one, kept for good, so that a server and a local client of one
-        folder, or two URLs of one server, are seen to be one store."""
-        if self.store_id is None:
-            with self._conn:
-                self._conn.execute(
-                    "INSERT OR IGNORE INTO store (key, value) VALUES ('id', ?)", (uuid.uuid4().hex,)
-                )
-            self.store_id = self._read_store_id()
+        """Keep the store's id once its metadata file is written (made, or opened to write):
+        the id it reported before (the derived one), kept for good, so that every reader of
+        the folder, before and after, reports one id and a moved folder keeps it."""
+        with self._conn:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO store (key, value) VALUES ('id', ?)", (self.derived_id,)
+            )
+        self.store_id = self._read_store_id()
 
     @classmethod
-    def open_writable(cls, path: Path) -> MetaDB:
+    def open_writable(cls, path: Path, derived_id: str) -> MetaDB:
         try:
             conn = sqlite3.connect(path, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            meta = cls(conn)
+            meta = cls(conn, derived_id)
             meta.ensure_store_id()
             return meta
         except sqlite3.DatabaseError as exc:
@@ -146,7 +148,7 @@ class MetaDB:
             ) from exc
 
     @classmethod
-    def open_readonly(cls, path: Path) -> MetaDB:
+    def open_readonly(cls, path: Path, derived_id: str) -> MetaDB:
         """An in-memory copy of `path` (if readable), so reconciling never writes to disk."""
         memory = sqlite3.connect(":memory:", check_same_thread=False)
         if path.is_file():
@@ -163,11 +165,11 @@ class MetaDB:
                         source.close()
                 except sqlite3.Error:
                     continue  # e.g. a WAL file that cannot be opened read-only
-        return cls(memory)
+        return cls(memory, derived_id)
 
     def persist(self, path: Path) -> None:
         """Write this (in-memory) metadata to the new file `path` and keep working on it."""
-        saved = MetaDB.open_writable(path)
+        saved = MetaDB.open_writable(path, self.derived_id)
         try:
             self._conn.backup(saved._conn)
             saved._conn.execute("PRAGMA journal_mode=WAL")

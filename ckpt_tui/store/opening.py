@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
 from pathlib import Path
 
 from ckpt_tui.store import trash
@@ -56,13 +58,40 @@ def open_meta(layout: Layout, readonly: bool, lazy: bool = False) -> tuple[MetaD
                 f"{path} is a symbolic link; a store keeps everything inside its own folder: "
                 "replace the link with a real folder"
             )
+    derived_id = derived_store_id(layout.root)
     if readonly:
-        return MetaDB.open_readonly(layout.meta_file), False
+        return MetaDB.open_readonly(layout.meta_file, derived_id), False
     if lazy and not layout.meta_file.exists():
-        return MetaDB.open_readonly(layout.meta_file), True
+        return MetaDB.open_readonly(layout.meta_file, derived_id), True
     make_folders(layout)
     trash.recover(layout)
-    return MetaDB.open_writable(layout.meta_file), False
+    return MetaDB.open_writable(layout.meta_file, derived_id), False
+
+
+MACHINE_ID_FILES = ("/etc/machine-id", "/proc/sys/kernel/random/boot_id")
+
+
+def derived_store_id(root: Path) -> str:
+    """The id of the folder `root` as it is, found without writing anything: this machine,
+    and the device and inode of the folder. Every opening of one folder on one machine
+    derives the same id (a read-only `serve` and a writable `--local`), and the first write
+    keeps it in the metadata (`MetaDB.ensure_store_id`), so it never changes under a reader."""
+    info = root.stat()
+    text = f"{machine_id()}\0{info.st_dev}\0{info.st_ino}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def machine_id() -> str:
+    """This machine's id: /etc/machine-id, else this boot's id, else the host name."""
+    for path in MACHINE_ID_FILES:
+        try:
+            with open(path, "rb") as file:
+                found = file.read(256).decode("ascii", "replace").strip()
+        except OSError:
+            continue
+        if found:
+            return found
+    return socket.gethostname()
 
 
 def make_folders(layout: Layout) -> None:

@@ -109,9 +109,9 @@ class Store:
         return self._writer.readonly
 
     @property
-    def store_id(self) -> str | None:
-        """This store's id, kept in its metadata (None while a browsed folder has no metadata
-        file yet, or a read-only one has no id): the server reports it in its health check."""
+    def store_id(self) -> str:
+        """This store's id: kept in its metadata, or derived from the folder while none is
+        kept (see `MetaDB.store_id`): the server reports it in its health check."""
         return self._ledger.meta.store_id
 
     @property

@@ -5,6 +5,7 @@ planned or changed. Real stores, real `serve` apps on loopback ports, the real c
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,12 +167,85 @@ def test_a_browsed_folder_gets_its_id_with_its_metadata(tmp_path: Path, clock: F
     root = tmp_path / "plain"
     root.mkdir()
     with Store.open(root, clock, create=False, lazy=True) as store:
-        assert store.store_id is None and not (root / ".ckpt-tui").exists()
+        derived = store.store_id
+        assert derived and not (root / ".ckpt-tui").exists()
         store.create_run("r", "m")
-        made = store.store_id
-        assert made is not None
+        assert store.store_id == derived  # the id it reported is the one kept
     with Store.open(root, clock, readonly=True) as store:
-        assert store.store_id == made
+        assert store.store_id == derived
+
+
+def unwritten(folder: Path) -> Path:
+    """`folder`'s checkpoints as a folder never opened by ckpt-tui (no metadata file)."""
+    shutil.rmtree(folder / ".ckpt-tui")
+    return folder
+
+
+def test_a_readonly_server_of_a_folder_never_written_reports_its_id(
+    folder: Path, clock: FixedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reviewer's case: `serve --readonly` of a folder with no metadata reported no id,
+    so a writable `--local` of that folder deleted what the server refuses to."""
+    root = unwritten(folder)
+    before = checkpoint_folders(root)
+    with (
+        Store.open(root, clock, readonly=True) as store,
+        run_server(create_app(store, sweep_interval=None)) as url,
+    ):
+        health = httpx.get(f"{url}/api/v1/healthz").json()
+        assert health["store_id"]
+        for order in (
+            ["--url", f"ro={url}", "--local", f"rw={root}"],
+            ["--local", f"rw={root}", "--url", f"ro={url}"],
+        ):
+            prune = ["prune", *order, "--keep-last", "1", "--yes"]
+            err = refused(capsys, prune, "ro", "rw")
+            assert "store id" in err
+            assert checkpoint_folders(root) == before
+        with Store.open(root, clock) as writable:  # writes the metadata: the same id kept
+            assert writable.store_id == health["store_id"]
+        assert httpx.get(f"{url}/api/v1/healthz").json()["store_id"] == health["store_id"]
+        refused(
+            capsys,
+            ["prune", "--url", f"ro={url}", "--local", f"rw={root}", "--keep-last", "1", "--yes"],
+            "ro",
+            "rw",
+        )
+    assert checkpoint_folders(root) == before
+
+
+def test_a_folder_inside_another_backends_folder_is_refused(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reviewer's case: `rw`, a run folder inside read-only `ro`'s store, deleted a
+    checkpoint `ro` keeps (and wrote a `runs/` folder inside ro's run folder)."""
+    run_folder = sorted((folder / "runs").iterdir())[0]
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "ckpt-tui" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f'[backends.ro]\nlocal = "{folder}"\nreadonly = true\n\n'
+        f'[backends.rw]\nlocal = "{run_folder}"\n'
+    )
+    before = checkpoint_folders(folder)
+    inside = "is inside"
+    for argv in (["prune", "--keep-last", "1", "--yes"], ["ls", "--json"], ["backends"]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and inside in err and "ro" in err and "rw" in err, err
+    assert checkpoint_folders(folder) == before
+    assert not (run_folder / "runs").exists()
+    config.unlink()
+    link = tmp_path / "link-to-box"
+    box = tmp_path / "ov" / "box"
+    box.mkdir(parents=True)
+    link.symlink_to(box)
+    for outer, inner in ((tmp_path / "ov", box), (tmp_path / "ov", link), (box, tmp_path / "ov")):
+        code = main(["ls", "--local", f"outer={outer}", "--local", f"inner={inner}"])
+        err = capsys.readouterr().err
+        assert code == 2 and inside in err and "outer" in err and "inner" in err, err
+    side = tmp_path / "ov-side"  # a name that starts like another's is not inside it
+    side.mkdir()
+    assert main(["ls", "--local", f"a={tmp_path / 'ov'}", "--local", f"b={side}"]) == 0
 
 
 async def test_the_tui_shows_the_second_of_one_store_as_an_error(
