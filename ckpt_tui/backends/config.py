@@ -33,7 +33,7 @@ import msgspec
 
 from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import DEFAULT_MAX_IN_FLIGHT, InvalidUrlError
-from ckpt_tui.client.endpoint import check_base_url
+from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
 from ckpt_tui.regular_files import read_regular
 
@@ -219,7 +219,7 @@ def url_of(text: str, name: str, where: Locator) -> tuple[str, str | None]:
     try:
         check_base_url(url, f"url of [backends.{name}]")
     except InvalidUrlError as exc:
-        shown = ascii(url)[1:-1]  # no control character reaches a terminal
+        shown = without_user_info(ascii(url)[1:-1])  # no password, no control character
         return shown, f"{where.error(name, 'url', exc.message)}; or fix the config"
     return url.rstrip("/"), None
 

@@ -37,7 +37,7 @@ from ckpt_tui.backends.identity import (
 )
 from ckpt_tui.client import Backend as Endpoint
 from ckpt_tui.client import CredentialsError, InvalidUrlError, resolve_backend
-from ckpt_tui.client.endpoint import check_base_url
+from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret
 
 TINKER = "tinker"
@@ -187,7 +187,7 @@ def tinker_setup(
     except (CredentialsError, InvalidUrlError) as exc:
         # a broken ~/.tinker/credentials.json, a TINKER_BASE_URL that cannot work: this
         # backend's error, shown without its control characters; the others still open
-        shown = ascii(env.get("TINKER_BASE_URL") or "https://invalid")[1:-1]
+        shown = without_user_info(ascii(env.get("TINKER_BASE_URL") or "https://invalid")[1:-1])
         endpoint = Endpoint.remote(shown, None)
         backend = Backend(TINKER, "tinker", endpoint.base_url, wanted.readonly, wanted.storage_rate)
         return Setup(backend, endpoint, exc.message)

@@ -266,27 +266,32 @@ def command_wanted(base_url: str, tinker_connection: bool) -> str:
     )
 
 
-USER_INFO = re.compile(r"^([^:/?#]*:?//)[^/?#]*@")
-"""A URL whose authority holds user info (`http://user:password@host`)."""
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/*")
+"""The scheme of a URL, with the slashes after it (`http://`)."""
 
 
 def without_user_info(url: str) -> str:
-    """`url` as it may be shown: `http://user:password@host/` as `http://host/`. (Such a
-    URL is refused as it is given; this keeps any that slips by off the screen.)"""
-    return USER_INFO.sub(r"\1", url, count=1)
+    """`url` as it may be shown: everything from after its scheme through its last `@`
+    dropped (`http://user:pass/word@host/` as `http://host/`): a password may hold an
+    unencoded `/`, `?`, `#` or `@`, so no guess at where user info ends is safe. (Such a URL
+    is refused as it is given; this keeps any that slips by off the screen.)"""
+    if "@" not in url:
+        return url
+    scheme = SCHEME.match(url)
+    return (scheme.group(0) if scheme else "") + url.rpartition("@")[2]
 
 
 def check_base_url(url: str, source: str = "the server URL") -> None:
     """InvalidUrlError unless `url` is http:// or https:// with a host, a port from 1 to
-    65535 (or none), no control character and no user info (`source` names where it came
-    from, e.g. "--url"): each of those would otherwise fail deep inside the connection, for
-    every backend at once. A URL with user info is refused without being quoted: it may hold a
-    password."""
-    if USER_INFO.match(url.strip()):
+    65535 (or none), no control character and no `@` (`source` names where it came from,
+    e.g. "--url"): each of those would otherwise fail deep inside the connection, for every
+    backend at once. A URL holding `@` anywhere is refused first and without being quoted: a
+    base URL never needs one, and it may be user info whose password holds `/`, `?` or `#`."""
+    if "@" in url:
         raise InvalidUrlError(
-            f"the URL from {source} holds a user name or password (user:password@host): "
-            "give the URL without it, and the key with --api-key, api_key_env or "
-            "api_key_file in the config file, or TINKER_API_KEY"
+            f"the URL from {source} holds '@', as a user name or password does "
+            "(user:password@host): give the URL without it, and the key with --api-key, "
+            "api_key_env or api_key_file in the config file, or TINKER_API_KEY"
         )
     problem = url_problem(url)
     if problem is not None:

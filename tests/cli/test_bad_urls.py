@@ -116,3 +116,48 @@ def test_a_bad_tinker_base_url_is_the_tinker_backends_error(
     assert f"(from TINKER_BASE_URL) is not a server URL: {PORT_FIX}" in sections["tinker"]["error"]
     code, _out, err = run(capsys, ["ls"])  # the only backend: nothing to show, exit 2
     assert code == 2 and "TINKER_BASE_URL" in err and PORT_FIX in err
+
+
+MARKER = "SEKRIT"
+LOOKS = (
+    ["ls"],
+    ["backends"],
+    ["ls", "--json"],
+    ["backends", "--json"],
+    ["prune", "--keep-last", "1"],
+)
+
+
+@pytest.mark.parametrize("separator", ["/", "?", "#", "@"])
+def test_a_password_holding_a_url_separator_is_never_printed(
+    separator: str,
+    good: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reviewer's case: `http://u:PW/SEKRIT@127.0.0.1:1` was taken for a URL whose port
+    is `PW` and quoted whole in the error; from the config or TINKER_BASE_URL it showed in
+    the WHERE column and in `ls --json` too. Refused wherever it is given, never shown."""
+    url = f"http://u:PW{separator}{MARKER}@127.0.0.1:1"
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "ckpt-tui" / "config.toml"
+    config.parent.mkdir(parents=True)
+
+    def scan(argv: list[str]) -> tuple[int, str]:
+        code, out, err = run(capsys, argv)
+        assert MARKER not in out + err, out + err
+        assert "Traceback" not in err
+        return code, out + err
+
+    for command in LOOKS:  # --url: refused before anything opens
+        code, shown = scan([*command, "--url", url, "--local", str(good)])
+        assert code == 2 and "(user:password@host)" in shown and "--api-key" in shown
+    config.write_text(f'[backends.bad]\nurl = "{url}"\n\n[backends.good]\nlocal = "{good}"\n')
+    for command in LOOKS:  # the config: that backend's error
+        code, shown = scan(command)
+        assert code != 0 and "[backends.bad] url" in shown and "127.0.0.1:1" in shown
+    config.unlink()
+    monkeypatch.setenv("TINKER_BASE_URL", url)
+    for command in LOOKS:  # prune: alone, as it leaves Tinker out when --local is given
+        local = [] if command[0] == "prune" else ["--local", str(good)]
+        code, shown = scan([*command, *local])
+        assert code != 0 and "TINKER_BASE_URL" in shown
