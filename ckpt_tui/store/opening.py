@@ -76,8 +76,12 @@ def derived_store_id(root: Path) -> str:
     and the device and inode of the folder. Every opening of one folder on one machine
     derives the same id (a read-only `serve` and a writable `--local`), and the first write
     keeps it in the metadata (`MetaDB.ensure_store_id`), so it never changes under a reader."""
-    info = root.stat()
-    text = f"{machine_id()}\0{info.st_dev}\0{info.st_ino}"
+    try:
+        info = root.stat()
+        place = f"{info.st_dev}\0{info.st_ino}"
+    except OSError:  # gone since it was checked: its path, so opening still says why
+        place = os.path.realpath(root)
+    text = f"{machine_id()}\0{place}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
