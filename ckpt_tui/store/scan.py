@@ -120,11 +120,12 @@ def scan_run(
         folders, result.unread[os.fspath(run_dir)] = {}, OTHER_DEVICE
     for row in rows:
         path = folders.pop(row.checkpoint_id, None)
+        if path is not None:  # the common case, kept free of Path objects (100,000 at open)
+            result.add(*_tinker_checkpoint(row, path, settling, result.unread))
+            continue
         location = layout.checkpoint_dir(run_id, row.checkpoint_id)
         reason = hidden_by(result.unread, os.fspath(location.parent))
-        if path is not None:
-            result.add(*_tinker_checkpoint(row, path, settling, result.unread))
-        elif reason is not None:
+        if reason is not None:
             result.keep(row, os.fspath(location), reason, None)
         else:
             result.stale_keys.append((run_id, row.checkpoint_id))

@@ -1,16 +1,21 @@
 """Whether a checkpoint's files have stopped changing, and the size they add up to.
 
 A trainer writes a checkpoint over seconds: files appear one by one and grow. The store looks
-at a checkpoint's files (`look_at`: the name, size and mtime of each, without following links)
-and keeps a fingerprint of that look in the checkpoint's metadata row, with the time it first
-saw those exact files. A checkpoint is complete only when nothing says it is still being
-written (a temporary name, a safetensors file shorter than its header says, a layout's own
-signs) and the same files have been there for `settle` seconds. The cached size is the size
-of the fingerprinted files: when the files change, so do the fingerprint and the size.
+at a checkpoint's files (`look_at`: the name, size, mtime and inode of each and of the folder,
+without following links: metadata only, no file's contents) and keeps a fingerprint of that
+look in the checkpoint's metadata row, with the time it first saw those exact files. The
+inodes make a folder or file replaced under the same name a change even when its sizes and
+mtimes were copied along (`cp -a`, `rsync -a`). A checkpoint is complete only when nothing
+says it is still being written (a temporary name, a safetensors file shorter than its header
+says, a layout's own signs) and the same files have been there for `settle` seconds. The
+cached size is the size of the fingerprinted files: when the files change, so do the
+fingerprint and the size. A store opened again trusts what its rows say of files whose
+fingerprint is unchanged: it opens none of them (`scan.py`).
 
-On first sight (no fingerprint yet) the newest mtime says since when the files have been as
-they are, so a folder copied in long ago is complete at once. A checkpoint the store wrote
-itself (`Store.add_checkpoint`, `Store.refresh_checkpoint`) is recorded as settled.
+On first sight (no fingerprint yet, or one made before fingerprints held inodes) the newest
+mtime says since when the files have been as they are, so a folder copied in long ago is
+complete at once. A checkpoint the store wrote itself (`Store.add_checkpoint`,
+`Store.refresh_checkpoint`) is recorded as settled.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ SETTLED_BY_STORE = 0
 
 TEMP_SUFFIXES = (".tmp", ".partial", ".part", ".incomplete")
 """Names that say a file or folder is still being written (renamed when done)."""
+
+FINGERPRINT_VERSION = "i:"
+"""Starts the fingerprints that include inodes: a row holding an older one (made before they
+did) is judged as on first sight, by its files' mtimes, rather than as a change."""
 
 
 @dataclass(frozen=True)
@@ -65,30 +74,42 @@ def look_at(path: str, top: os.stat_result | None = None) -> FilesLook:
     digest = hashlib.blake2b(digest_size=16)
     if not stat.S_ISDIR(top.st_mode):
         size = top.st_size if stat.S_ISREG(top.st_mode) else 0
-        digest.update(f"{size}:{top.st_mtime_ns}".encode())
-        return FilesLook(size, digest.hexdigest(), top.st_mtime_ns, _temp(os.path.basename(path)))
-    walk = _Walk(digest, top.st_mtime_ns)
+        digest.update(f"{size}:{top.st_mtime_ns}:{top.st_ino}".encode())
+        temp = _temp(os.path.basename(path))
+        return FilesLook(size, _fingerprint(digest), top.st_mtime_ns, temp)
+    walk = _Walk(digest, top)
     stack = [(os.fspath(path), "")]
     while stack:
         folder, rel = stack.pop()
         walk.folder(folder, rel, stack)
-    return FilesLook(walk.size, digest.hexdigest(), walk.newest_ns, walk.temp_name, walk.unread)
+    fingerprint = _fingerprint(digest)
+    return FilesLook(walk.size, fingerprint, walk.newest_ns, walk.temp_name, walk.unread)
+
+
+def _fingerprint(digest: hashlib.blake2b) -> str:
+    return FINGERPRINT_VERSION + digest.hexdigest()
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 class _Walk:
     """What `look_at` adds up while it walks a folder (in sorted order, so the digest is stable)."""
 
-    def __init__(self, digest: hashlib.blake2b, top_mtime_ns: int) -> None:
+    def __init__(self, digest: hashlib.blake2b, top: os.stat_result) -> None:
         self.digest = digest
         self.size = 0
-        self.newest_ns = top_mtime_ns
+        self.newest_ns = top.st_mtime_ns
         self.temp_name: str | None = None
         self.unread: str | None = None
-        digest.update(f"/:{top_mtime_ns}\n".encode())
+        digest.update(f"/:{top.st_mtime_ns}:{top.st_ino}\n".encode())
 
     def folder(self, folder: str, rel: str, stack: list[tuple[str, str]]) -> None:
+        """Add one folder's entries (a warm open runs this for every checkpoint: keep it lean)."""
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=_entry_name)
         except OSError as exc:
             self.failed(rel or "the folder", exc)  # count what can be read, say what could not
             return
@@ -99,13 +120,16 @@ class _Walk:
                 self.failed(f"{rel}/{entry.name}" if rel else entry.name, exc)
                 continue
             name = f"{rel}/{entry.name}" if rel else entry.name
-            self.temp_name = self.temp_name or _temp(name)
-            self.newest_ns = max(self.newest_ns, st.st_mtime_ns)
-            size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+            if self.temp_name is None and name.endswith(TEMP_SUFFIXES):
+                self.temp_name = _temp(name)
+            if st.st_mtime_ns > self.newest_ns:
+                self.newest_ns = st.st_mtime_ns
+            mode = st.st_mode
+            size = st.st_size if stat.S_ISREG(mode) else 0
             self.size += size
-            line = f"{name}:{st.st_mode:o}:{size}:{st.st_mtime_ns}\n"
+            line = f"{name}:{mode:o}:{size}:{st.st_mtime_ns}:{st.st_ino}\n"
             self.digest.update(line.encode("utf-8", "surrogateescape"))
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISDIR(mode):
                 stack.append((entry.path, name))
 
     def failed(self, name: str, exc: OSError) -> None:
@@ -123,7 +147,7 @@ def first_seen_us(look: FilesLook, row: Row | None, settling: Settling) -> int:
     """Since when these exact files have been there, as far as the store can tell."""
     if row is not None and row.files_fp == look.fingerprint and row.files_seen_us is not None:
         return row.files_seen_us
-    if row is None or row.files_fp is None:
+    if row is None or row.files_fp is None or not row.files_fp.startswith(FINGERPRINT_VERSION):
         return min(settling.now_us, ns_to_us(look.newest_ns))  # first sight: the files say
     return settling.now_us  # changed since the last look
 
