@@ -40,6 +40,11 @@ MAX_READS = 3
 """Reads of a list that keeps changing before it is given up on as incomplete."""
 MAX_ROUNDS = 16
 """Rounds of gap requests in one read (each round must cover something new)."""
+MAX_ITEMS = 1_000_000
+"""The most items one listing reads: ten times the 100,000 checkpoints (or runs) ckpt-tui is
+built for, so a real store has room to grow, while a server that claims (and serves) 10**12
+cannot keep a command reading, and its memory growing, for good. Past it the listing is
+incomplete and says so."""
 MAX_SERVER_PROBLEMS = 100
 MAX_PROBLEM_CHARS = 1000
 """The most of a server's problems kept: its answers are untrusted input."""
@@ -79,6 +84,8 @@ class ReadReport(msgspec.Struct):
     said: dict[str, None] = msgspec.field(default_factory=dict)
     """The server's problems, in order, once each (at most MAX_SERVER_PROBLEMS)."""
     server_incomplete: bool = False
+    cap: int = MAX_ITEMS
+    """The most offsets this read covers (`MAX_ITEMS`): gaps past it are not asked for."""
 
     def add(self, page: Page[T]) -> None:
         self.totals.add(page.total)
@@ -103,6 +110,19 @@ class ReadReport(msgspec.Struct):
         return max(self.totals, default=0)
 
     @property
+    def capped(self) -> bool:
+        """The server claims more items than this read covers."""
+        return self.total > self.cap
+
+    def note_cap(self) -> None:
+        """Say, unless something else already did, that the list is cut at the cap."""
+        if self.capped and not self.problem:
+            self.problem = (
+                f"the server claims {self.total:,} items, more than ckpt-tui reads "
+                f"({self.cap:,}): only the first {self.cap:,} were read"
+            )
+
+    @property
     def steady(self) -> bool:
         """Every page reported the same total: the list did not change during this read."""
         return len(self.totals) <= 1
@@ -110,13 +130,13 @@ class ReadReport(msgspec.Struct):
     def gaps(self) -> list[tuple[int, int]]:
         """The ranges of offsets below the total that no page covered, in order."""
         found: list[tuple[int, int]] = []
-        reached = 0
+        reached, total = 0, min(self.total, self.cap)
         for start, end in sorted(self.covered):
             if start > reached:
-                found.append((reached, min(start, self.total)))
+                found.append((reached, min(start, total)))
             reached = max(reached, end)
-        if reached < self.total:
-            found.append((reached, self.total))
+        if reached < total:
+            found.append((reached, total))
         return [(start, end) for start, end in found if start < end]
 
 
@@ -128,6 +148,7 @@ async def iter_pages(
     read: int = 1,
     *,
     items_in_flight: int | None = None,
+    max_items: int | None = None,
 ) -> AsyncIterator[Page[T]]:
     """One read: yield the first page, then the others as they arrive (in any order).
 
@@ -139,11 +160,14 @@ async def iter_pages(
     page's error, or a round that covers nothing new (the list shrank), ends the read early
     with `report.problem` set. Nothing beyond an empty page is asked for, and a window's worth
     of failures in a row ends the round at once: a total the pages do not bear out is never
-    unbounded work, and never a whole list.
+    unbounded work, and never a whole list. Nothing at or past `max_items` (`MAX_ITEMS`) is
+    asked for: a longer list ends the read with `report.problem` saying so.
     """
     if page_size < 1 or concurrency < 1:
         raise ValueError("page_size and concurrency must be at least 1")
     report = ReadReport() if report is None else report
+    report.cap = MAX_ITEMS if max_items is None else max_items
+    page_size = max(1, min(page_size, report.cap))
     first = _as_read(await fetch(page_size, 0), read)
     report.add(first)
     yield first
@@ -160,10 +184,11 @@ async def iter_pages(
     for _round in range(MAX_ROUNDS):
         gaps = report.gaps()
         if not gaps:
+            report.note_cap()
             return
         before = sum(end - start for start, end in gaps)
         failed_in_a_row = 0
-        frontier = _Frontier(report.total)
+        frontier = _Frontier(min(report.total, report.cap))
         requests = frontier.requests(gaps, step)  # lazily: the total is the server's word
         async with contextlib.aclosing(_windowed(fetch_one, requests, concurrency)) as results:
             async for result in results:
@@ -222,11 +247,13 @@ async def read_whole(
     on_page: OnPage[T] | None = None,
     *,
     items_in_flight: int | None = None,
+    max_items: int | None = None,
 ) -> Listing[T]:
     """Read the list until a read is whole or two reads agree (at most MAX_READS reads).
 
     Items come back in server order (by offset), later duplicates dropped. The first page's
     error propagates; any other shortfall gives `Listing(..., complete=False, problem=...)`.
+    A list longer than `max_items` (`MAX_ITEMS`) is read once, up to there, and incomplete.
     """
     earlier: frozenset[Hashable] | None = None
     listing: Listing[T] = Listing([], False)
@@ -234,7 +261,13 @@ async def read_whole(
         report = ReadReport()
         pages: list[Page[T]] = []
         pages_read = iter_pages(
-            fetch, page_size, concurrency, report, read, items_in_flight=items_in_flight
+            fetch,
+            page_size,
+            concurrency,
+            report,
+            read,
+            items_in_flight=items_in_flight,
+            max_items=max_items,
         )
         async for page in pages_read:
             pages.append(page)
@@ -242,6 +275,8 @@ async def read_whole(
                 await on_page(page)
         pages.sort(key=lambda page: page.offset)
         items = unique_by([item for page in pages for item in page.items], key)
+        if report.capped:  # reading it again would only read as much again
+            return Listing(items, False, report.problem, list(report.said))
         covered = not report.gaps() and not report.problem
         if covered and len(items) == report.total and report.steady:
             return report.listing(items)

@@ -33,6 +33,12 @@ from ckpt_tui.client.pacing import Pace
 from ckpt_tui.client.secret import HIDDEN, Secret
 
 Sleep = Callable[[float], Awaitable[None]]
+ATTEMPT_DEADLINE = 120.0
+"""Seconds one attempt may take in all (connect, send, every read of the answer). The read
+timeout bounds each read only: a server that sends a byte now and then would keep a command
+waiting for good. 120 s is four read timeouts: ample for the biggest answer asked for (a page
+of 10,000 checkpoints, a few MB), short enough that a hung backend still gets its error entry.
+Waiting for a pace slot does not count (queued changes wait their turn)."""
 
 
 class RetryPolicy(msgspec.Struct, frozen=True):
@@ -44,6 +50,12 @@ class RetryPolicy(msgspec.Struct, frozen=True):
     max_retry_after: float = 30.0
     sleep: Sleep = asyncio.sleep
     jitter: Callable[[], float] = random.random
+    attempt_deadline: float | None = None
+    """Seconds one attempt may take in all; None: `ATTEMPT_DEADLINE`."""
+
+    @property
+    def deadline(self) -> float:
+        return ATTEMPT_DEADLINE if self.attempt_deadline is None else self.attempt_deadline
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number `retry` (1-based); a server hint wins, capped."""
@@ -111,7 +123,7 @@ async def send_with_retries(
     With a `pace`, each attempt waits for one of its slots and tells it how it went."""
     maybe_performed = False
     for attempt in range(1, policy.max_attempts + 1):
-        result = await _paced_attempt(client, call, target, pace)
+        result = await _paced_attempt(client, call, target, pace, policy)
         if isinstance(result, httpx.Response):
             if result.is_success or (
                 maybe_performed and result.status_code in call.done_if_retried
@@ -125,13 +137,28 @@ async def send_with_retries(
     raise AssertionError("unreachable: the loop returns or raises")
 
 
+async def _deadlined(
+    attempt: Awaitable[httpx.Response | _Failure], policy: RetryPolicy, call: Call, target: Target
+) -> httpx.Response | _Failure:
+    """The attempt's result, or a timeout failure (as httpx's own) once it has taken longer
+    than the policy's deadline in all."""
+    try:
+        return await asyncio.wait_for(attempt, policy.deadline)
+    except asyncio.TimeoutError:
+        message = (
+            f"{target.display_url} did not finish answering {call.subject} within "
+            f"{policy.deadline:g} s; try again later"
+        )
+        return _Failure(Timeout(message, detail="attempt deadline"), False, True)
+
+
 async def _paced_attempt(
-    client: httpx.AsyncClient, call: Call, target: Target, pace: Pace | None
+    client: httpx.AsyncClient, call: Call, target: Target, pace: Pace | None, policy: RetryPolicy
 ) -> httpx.Response | _Failure:
     if pace is None:
-        return await _attempt(client, call, target)
+        return await _deadlined(_attempt(client, call, target), policy, call, target)
     async with pace.slot() as slot:
-        result = await _attempt(client, call, target)
+        result = await _deadlined(_attempt(client, call, target), policy, call, target)
         if isinstance(result, httpx.Response):
             status = result.status_code
             slot.answered(status, _retry_after(result) if status in (429, 503) else None)

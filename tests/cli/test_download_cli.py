@@ -24,6 +24,7 @@ from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.support.file_tap import FileTap
 from tests.support.live_server import run_server
+from tests.support.small_disk import fill, small_tmpfs
 
 REPO = Path(ckpt_tui.__file__).resolve().parent.parent
 PATH = "tinker://run-1/external_weights/final"
@@ -98,6 +99,27 @@ def test_options_mean_the_same_before_or_after_and_json_is_one_document(
     assert document["errors"] == []
     assert document["downloads"][0]["bytes"] == TOTAL
     assert held(tmp_path / "a" / NAME) == held(tmp_path / "b" / NAME) == FILES
+
+
+def test_resuming_on_a_full_disk_is_a_clean_error(
+    tap: FileTap, tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_environment: None
+) -> None:
+    """A rerun on a disk the first run filled crashed with a traceback writing the state file
+    (ENOSPC), and left its empty `.new` file behind: now it is the same clean error."""
+    with run_server(tap) as url, small_tmpfs(tmp_path / "disk") as disk:
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - 64 * 1024)  # room for the state file
+        argv = ["download", PATH, "--url", url, "--no-tinker", "-o", str(disk)]
+        for extra in ([], [], ["--json"]):
+            capsys.readouterr()
+            assert main([*argv, *extra]) == 1
+        out, err = capsys.readouterr()
+        document = json.loads(out)
+        assert "No space left on device" in document["errors"][0]
+        assert "cannot write" in document["errors"][0]
+        assert "Traceback" not in out + err
+        assert not list(disk.rglob("*.new"))
+        assert (disk / NAME / ".ckpt-tui-download.json").is_file()  # a rerun resumes
 
 
 def test_a_bad_path_and_no_backend_are_usage_errors(

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from ckpt_tui.cli import main
+from ckpt_tui.client import retry
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
 from tests.support.seed import seed_backend
+from tests.support.trickle_server import trickle_server
 
 KEY1, KEY2 = "tml-key-of-box1", "tml-key-of-box2"
 RATE1, RATE2 = 0.05, 0.25
@@ -249,6 +251,29 @@ def test_backends_lists_each_with_its_status(
     assert main(["backends"]) == 1
     text = capsys.readouterr().out
     assert "reachable, read-only" in text and "FAILED" in text and "$0.05/GiB-month" in text
+
+
+def test_a_backend_that_trickles_its_answers_is_an_error_and_the_others_load(
+    boxes: Boxes, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that sent headers, then a byte now and then, hung `ls` and `backends` for good
+    (each read came in time): now each attempt has a deadline (cut to 1 s here), past it that
+    backend's entry is a timeout error, and the others are listed."""
+    monkeypatch.setattr(retry, "ATTEMPT_DEADLINE", 1.0, raising=False)
+    with trickle_server() as slow:
+        boxes.write_config(dead=False)
+        with boxes.config.open("a") as config:
+            config.write(f'\n[backends.slow]\nurl = "{slow.url}"\n')
+        code, document, _ = run_json(capsys, ["backends", "--json"])
+        assert code == 1
+        found = {b["name"]: b for b in document["backends"]}
+        assert found["box1"]["reachable"] is True and found["slow"]["reachable"] is False
+        assert f"{slow.url} did not finish answering" in found["slow"]["error"]
+        code, document, err = run_json(capsys, ["ls", "--json"])
+        assert code == 1 and "slow:" in err
+        listed = {b["name"]: b for b in document["backends"]}
+        assert listed["box1"]["complete"] and listed["box1"]["totals"]["checkpoints"] == 2 * PER_RUN
+        assert listed["slow"]["complete"] is False and "did not finish" in listed["slow"]["error"]
 
 
 def test_a_configured_key_that_is_not_there_is_that_backends_error(

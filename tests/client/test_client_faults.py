@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -21,6 +22,7 @@ from ckpt_tui.client import (
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
 from tests.support.live_server import run_server
+from tests.support.trickle_server import trickle_server
 
 LIST = "/api/v1/checkpoints"
 
@@ -123,6 +125,20 @@ async def test_read_timeout_raises_timeout(faulty: FaultyApp, faulty_url: str) -
             await client.healthz()
     assert faulty_url in caught.value.message
     assert faulty.count("GET") == 1
+
+
+async def test_an_answer_that_trickles_in_ends_at_the_attempt_deadline() -> None:
+    """Headers promising 1,000,000 bytes, then a byte now and then: each read comes in time,
+    so the read timeout never fired and the call waited for good. Now the attempt's deadline
+    ends it, as a timeout (not retried: the server may have acted)."""
+    policy = RetryPolicy(sleep=RecordedSleeps(), attempt_deadline=1.0)
+    with trickle_server() as server:
+        async with CheckpointClient(Backend.remote(server.url), retry=policy) as client:
+            with pytest.raises(Timeout) as caught:
+                await asyncio.wait_for(client.list_checkpoints(), 120)  # hang guard only
+        assert server.requests == 1
+    assert f"{server.url} did not finish answering" in caught.value.message
+    assert "within 1 s" in caught.value.message
 
 
 async def test_connection_refused_names_the_url(refused_url: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.cli import main
-from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy
+from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy, paging
 from ckpt_tui.client.client import PAGE_CONCURRENCY
 from ckpt_tui.client.paging import MAX_READS
 from ckpt_tui.server import create_app
@@ -165,6 +165,43 @@ def test_ls_on_a_server_claiming_a_huge_total_says_the_list_is_incomplete(
     document = json.loads(out)
     assert document["complete"] is False
     assert document["totals"]["checkpoints"] == COUNT
+    assert "not whole" in err
+
+
+SMALL_CAP = 500
+
+
+@pytest.fixture
+def small_cap(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The most items a listing reads, cut to SMALL_CAP (raising=False: the old code lacks it)."""
+    monkeypatch.setattr(paging, "MAX_ITEMS", SMALL_CAP, raising=False)
+    return SMALL_CAP
+
+
+async def test_a_server_serving_a_claimed_total_forever_is_read_up_to_the_cap(
+    client: CheckpointClient, proxy: PagingFaults, small_cap: int
+) -> None:
+    """A server that served full pages of a claimed 10**12 kept `ls` reading, its memory
+    growing, for good: now a listing reads at most MAX_ITEMS, once, and says it is cut."""
+    proxy.claimed_total, proxy.endless = CLAIMED, True
+    listing = await asyncio.wait_for(client.read_all_checkpoints(page_size=1000), 300)
+    assert not listing.complete
+    assert f"claims {CLAIMED:,} items, more than ckpt-tui reads ({small_cap:,})" in listing.problem
+    assert len(listing.items) == small_cap
+    assert len(proxy.pages) == -(-small_cap // 37)  # one read, nothing past the cap
+
+
+@pytest.mark.usefixtures("quiet_environment")
+def test_ls_on_a_server_serving_a_claimed_total_forever_stops_at_the_cap(
+    proxy: PagingFaults, proxy_url: str, small_cap: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proxy.claimed_total, proxy.endless = CLAIMED, True
+    assert main(["ls", "--url", proxy_url, "--json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["complete"] is False
+    assert document["totals"]["checkpoints"] == small_cap
+    assert any("more than ckpt-tui reads" in problem for problem in document["problems"])
     assert "not whole" in err
 
 

@@ -7,7 +7,8 @@
 `cap` cuts every list request's `limit` (a proxy that serves at most `cap` items a page);
 `pages` logs the (offset, limit) of each list request that reached the server;
 `claimed_total` (e.g. 10**12) replaces the `total_count` of every checkpoint page's answer,
-as a server that lies about its list does.
+as a server that lies about its list does; with `endless`, every checkpoint page holds
+`limit` made-up checkpoints, whatever its offset (a server that serves that claim forever).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class PagingFaults:
         self.claimed_total: int | None = None
         self.fail_from: int | None = None
         """Checkpoint pages at this offset or beyond answer 500, every time."""
+        self.endless = False
 
     def fail_offsets(self, offsets: set[int], times: int = 1_000_000) -> None:
         """Checkpoint pages starting at these offsets answer 500, `times` times each."""
@@ -57,6 +59,10 @@ class PagingFaults:
             self.pages.append((offset, int(query.get("limit", "100"))))
             if self.before_page is not None:
                 self.before_page(offset)
+        if scope["path"] == LISTS[0] and self.endless:
+            total = self.claimed_total or 10**12
+            await _answer_made_up(send, offset, int(query.get("limit", "100")), total)
+            return
         scope = {**scope, "query_string": urlencode(query).encode()}
         if scope["path"] == LISTS[0] and self.claimed_total is not None:
             send = _claiming(send, self.claimed_total)
@@ -88,8 +94,28 @@ def _claiming(send: Send, total: int) -> Send:
     return rewrite
 
 
-async def _answer_500(send: Send, offset: int) -> None:
-    body = json.dumps({"detail": f"injected failure of the page at offset {offset}"}).encode()
+async def _answer_made_up(send: Send, offset: int, limit: int, total: int) -> None:
+    """A page of `limit` checkpoints at `offset` (each one its own), of a list of `total`."""
+    checkpoints = [
+        {
+            "checkpoint_id": f"weights/{k:013d}",
+            "checkpoint_type": "training",
+            "time": "2026-01-01T00:00:00Z",
+            "tinker_path": f"tinker://run-000/weights/{k:013d}",
+        }
+        for k in range(offset, offset + limit)
+    ]
+    cursor = {"offset": offset, "limit": limit, "total_count": total}
+    await _answer_json(send, 200, {"checkpoints": checkpoints, "cursor": cursor})
+
+
+async def _answer_json(send: Send, status: int, document: object) -> None:
+    body = json.dumps(document).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": 500, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _answer_500(send: Send, offset: int) -> None:
+    detail = f"injected failure of the page at offset {offset}"
+    await _answer_json(send, 500, {"detail": detail})

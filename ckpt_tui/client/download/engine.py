@@ -23,7 +23,7 @@ import msgspec
 from ckpt_tui.api_types import CheckpointType, TinkerPath
 from ckpt_tui.client.client import CheckpointClient
 from ckpt_tui.client.download import folder as target_folder
-from ckpt_tui.client.download.targets import UnsafeDownload, part_path, target_paths
+from ckpt_tui.client.download.targets import STATE_FILE, UnsafeDownload, part_path, target_paths
 from ckpt_tui.client.download.urls import UrlBook
 from ckpt_tui.client.download.verify import VerifyError, verify_part
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
@@ -111,7 +111,10 @@ async def download(
         job = _Job(files, blocking, book, targets, progress, report, segment_bytes)
         specs = await _bounded([functools.partial(job.head, name) for name in targets], in_flight)
         resumed = job.start_offsets(specs, state)
-        target_folder.save(folder, state)
+        try:
+            target_folder.save(folder, state)
+        except OSError as exc:
+            raise _write_error(folder / STATE_FILE, exc) from exc
         progress.total = sum(spec.size for spec in specs)
         progress.done = sum(resumed.values())
         report(progress)

@@ -61,10 +61,15 @@ def prepare(folder: Path, tinker_path: str, targets: dict[str, Path], force: boo
 
 
 def save(folder: Path, state: DownloadState) -> None:
-    """Write the state file whole (a new file renamed over the old)."""
+    """Write the state file whole (a new file renamed over the old); on OSError (a full
+    disk), the old one is left as it was and the new one removed."""
     temp = folder / (STATE_FILE + ".new")
-    temp.write_bytes(msgspec.json.encode(state))
-    os.replace(temp, folder / STATE_FILE)
+    try:
+        temp.write_bytes(msgspec.json.encode(state))
+        os.replace(temp, folder / STATE_FILE)
+    except OSError:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def finish(folder: Path) -> None:
