@@ -30,6 +30,7 @@ from ckpt_tui.client import (
     CheckpointClient,
     ClientError,
     ConnectionFailed,
+    LocalStoreFailed,
     Timeout,
 )
 from ckpt_tui.timekeeping.clock import Clock
@@ -44,6 +45,8 @@ def describe_client_error(exc: ClientError) -> str:
 
 def what_to_do(exc: ClientError) -> str:
     """What a person can do about a backend that failed this way ("" when the message says)."""
+    if isinstance(exc, LocalStoreFailed):
+        return ""  # a folder on this machine: its message says what to do
     if isinstance(exc, (ConnectionFailed, Timeout)):
         return "if it is reached through an SSH tunnel, is the tunnel open?"
     return ""  # the client's own message already says what to do about a key

@@ -8,6 +8,7 @@ imports the server or the store, and the TUI only receives the opener.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from ckpt_tui.client import (
     DEFAULT_MAX_IN_FLIGHT,
     Backend,
     CheckpointClient,
-    ConnectionFailed,
+    LocalStoreFailed,
     RetryPolicy,
     Timeouts,
 )
@@ -33,7 +34,7 @@ async def open_client(
 ) -> CheckpointClient:
     """The client for `backend`; a local store is opened in a worker thread (a large store's
     first scan takes a while: an event loop, e.g. the TUI's, stays responsive meanwhile).
-    ConnectionFailed if the local store cannot be opened."""
+    LocalStoreFailed if the local store cannot be opened."""
     local = None
     if backend.local_store is not None:
         local = await asyncio.to_thread(local_transport, backend.local_store, readonly)
@@ -88,8 +89,43 @@ def local_transport(
         # browsing writes nothing; read-only writes nothing at all (no sweep either)
         readonly_or_detect = True if readonly else None
         store = Store.open(store_path, create=False, lazy=True, readonly=readonly_or_detect)
-    except (StoreError, OSError) as exc:
+    except OSError as exc:
+        message = f"could not open local store {store_path}: {unreadable_text(store_path, exc)}"
+        raise LocalStoreFailed(message, detail=exc.strerror or str(exc)) from None
+    except StoreError as exc:
         message = f"could not open local store {store_path}: {exc}"
-        raise ConnectionFailed(message, detail=str(exc)) from None
+        raise LocalStoreFailed(message, detail=str(exc)) from None
     app = create_app(store, sweep_interval=None)
     return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
+
+
+def unreadable_text(store_path: Path, exc: OSError) -> str:
+    """'FOLDER cannot be read: WHY; check ...' naming the first folder from the store's root
+    down to the path the error names that cannot be listed (a folder that cannot be searched
+    makes the error name a path inside it, which is not the one to fix)."""
+    folder = first_unreadable(store_path, exc.filename) if exc.filename else None
+    where = folder or (exc.filename and str(exc.filename)) or str(store_path)
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return f"{where} cannot be read: {reason}; check its permissions, or run as its owner"
+    return f"{where} cannot be read: {reason}"
+
+
+def first_unreadable(store_path: Path, named: object) -> str | None:
+    """The first of `store_path` and the folders below it on the way to `named` that
+    cannot be listed; None when all can (or `named` is not under `store_path`)."""
+    target = Path(str(named))
+    if target != store_path and store_path not in target.parents:
+        return None
+    folders = [store_path, *(p for p in reversed(target.parents) if store_path in p.parents)]
+    for folder in [*folders, target]:
+        try:
+            with os.scandir(folder):
+                pass
+        except NotADirectoryError:
+            return None  # a file: reached
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return str(folder)
+    return None

@@ -46,6 +46,11 @@ class ConnectionFailed(ClientError):
     """No connection could be made (refused, unknown host, local store unusable)."""
 
 
+class LocalStoreFailed(ConnectionFailed):
+    """A local store (`--local`) could not be opened: no network is involved, so its message
+    says what to do itself (no tunnel to check)."""
+
+
 class Timeout(ClientError):
     """The server did not answer in time."""
 

@@ -159,7 +159,10 @@ def _tinker_checkpoint(
         facts = incomplete_facts(f"cannot be read: {look.unread}") or {}
         return row, CheckpointEntry(row, path, {**facts, "unreadable": look.unread}), False
     known_whole = row.files_fp == look.fingerprint and row.files_seen_us is not None
-    problem = None if known_whole else _still_written(path, look)
+    problem, file_unread = (None, None) if known_whole else _still_written(path, look)
+    if file_unread is not None:  # a weight file that cannot be read: a problem, not a save
+        unread[path] = file_unread
+        return row, CheckpointEntry(row, path, {"unreadable": file_unread}), False
     if problem is None:
         seen_us = first_seen_us(look, row, settling)
         reason = unsettled_reason(seen_us, settling)
@@ -170,16 +173,18 @@ def _tinker_checkpoint(
     return measured, entry, measured is not row
 
 
-def _still_written(path: str, look: FilesLook) -> str | None:
-    """A sign in a tinker-layout folder that its save is not done: a temporary name, or a
-    safetensors file (or shard named by an index) that is shorter than its header says."""
+def _still_written(path: str, look: FilesLook) -> tuple[str | None, str | None]:
+    """(a sign in a tinker-layout folder that its save is not done: a temporary name, or a
+    safetensors file (or shard named by an index) that is shorter than its header says;
+    the first weight file that could not be read, and why)."""
     if look.temp_name is not None:
-        return f"{look.temp_name} is still being written (temporary name)"
+        return f"{look.temp_name} is still being written (temporary name)", None
     try:
         listing = list_dir(path)
     except OSError as exc:
-        return f"the folder cannot be read: {exc.strerror or exc}"
-    return folder_weights(path, listing).truncated
+        return f"the folder cannot be read: {exc.strerror or exc}", None
+    weights = folder_weights(path, listing)
+    return weights.truncated, weights.unread
 
 
 def scan_found(

@@ -26,6 +26,17 @@ def why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def is_gone(exc: OSError) -> bool:
+    """Whether a failed read says the file is positively gone (removed while the scan ran):
+    the one failure that is an absence; any other (EACCES, EIO, ...) is a problem."""
+    return isinstance(exc, (FileNotFoundError, NotADirectoryError))
+
+
+def failed_read(name: str, exc: OSError) -> str | None:
+    """'NAME cannot be read: WHY' for a file a checkpoint depends on; None when it is gone."""
+    return None if is_gone(exc) else f"{name} cannot be read: {why(exc)}"
+
+
 def hidden_by(unread: Mapping[str, str], path: str) -> str | None:
     """Why what folder `path` holds may not all have been seen (it, a folder above it or an
     entry in it could not be read), naming the path; None when it was read whole."""

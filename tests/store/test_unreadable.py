@@ -20,7 +20,12 @@ import pytest
 from ckpt_tui.cli import main as cli_main
 from ckpt_tui.store import Store
 from tests.support.clock import T0
-from tests.support.layouts import written_long_ago
+from tests.support.layouts import (
+    dcp_checkpoint,
+    deepspeed_run,
+    lightning_ckpt,
+    written_long_ago,
+)
 from tests.support.privileges import ckpt_tui_as_a_user, python_as_a_user
 from tests.support.small_disk import small_tmpfs
 
@@ -199,3 +204,82 @@ def test_a_tinker_run_folder_on_another_file_system_keeps_its_rows(
     assert any(p.startswith("runs/run-a: on another file system") for p in document["problems"])
     with Store.open(root) as store:
         assert store.get_checkpoint("run-a", "weights/1").public
+
+
+@pytest.mark.parametrize("name", ["trainer_state.json", "model.safetensors", "config.json"])
+def test_an_unreadable_file_in_a_checkpoint_makes_the_list_incomplete(box: Path, name: str) -> None:
+    """Its kind, flags and facts depend on the file: unread, not absent, and no save."""
+    ten = "tinker://trainer-out/weights/checkpoint-10"
+    with unreadable(box / "trainer-out" / "checkpoint-10" / name):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(box), "--json"])
+        args = ["prune", "--local", str(box), "--keep-last", "1", "--dry-run"]
+        pruned = ckpt_tui_as_a_user(args)
+    assert listed.returncode == 1, listed.stderr
+    document = json.loads(listed.stdout)
+    assert document["complete"] is False
+    line = f"trainer-out/checkpoint-10: {name} cannot be read: Permission denied"
+    assert line in document["problems"]
+    listed_ten = checkpoints_of(document)[ten]
+    assert "incomplete" not in listed_ten["user_metadata"]  # unreadable is not "being written"
+    assert listed_ten["size_kind"] == "exact"
+    assert pruned.returncode != 0
+    assert "Nothing was planned or deleted" in pruned.stderr
+
+
+def test_an_unreadable_weight_file_in_a_tinker_checkpoint_is_a_problem(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with Store.open(root) as store:
+        store.create_run("run-a", "base")
+        store.add_checkpoint("run-a", "weights/1", {"a.bin": b"12345"}, public=True)
+    folder = root / "runs" / "run-a" / "weights" / "1"
+    (folder / "model.safetensors").write_bytes(b"\x00" * 64)  # added since: looked at again
+    written_long_ago(folder, T0 - timedelta(days=1))
+    with unreadable(folder / "model.safetensors"):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(root), "--json"])
+    assert listed.returncode == 1, listed.stderr
+    document = json.loads(listed.stdout)
+    assert document["complete"] is False
+    line = "runs/run-a/weights/1: model.safetensors cannot be read: Permission denied"
+    assert line in document["problems"]
+    assert "incomplete" not in checkpoints_of(document)["tinker://run-a/weights/1"]["user_metadata"]
+
+
+def test_an_unreadable_store_root_is_named_with_what_to_do(box: Path) -> None:
+    with unreadable(box):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(box)])
+    assert listed.returncode == 1
+    said = f"{box} cannot be read: Permission denied; check its permissions, or run as its owner"
+    assert said in listed.stderr
+    assert "tunnel" not in listed.stderr  # a folder on this machine, no network in the way
+    assert "runs" not in listed.stderr.replace(str(box), "")  # not a folder of a Trainer's box
+
+
+LAYOUTS = {
+    "ds/latest: cannot be read": lambda root: deepspeed_run(root / "ds") / "latest",
+    "ds/global_step100: mp_rank_00_model_states.pt cannot be read": (
+        lambda root: deepspeed_run(root / "ds") / "global_step100" / "mp_rank_00_model_states.pt"
+    ),
+    "dist/step-1: .metadata cannot be read": (
+        lambda root: dcp_checkpoint(root / "dist" / "step-1") / ".metadata"
+    ),
+    "lit/epoch=3.ckpt: epoch=3.ckpt cannot be read": (
+        lambda root: lightning_ckpt(root / "lit" / "epoch=3.ckpt")
+    ),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(LAYOUTS))
+def test_an_unreadable_file_of_any_layout_makes_the_list_incomplete(
+    tmp_path: Path, problem: str
+) -> None:
+    root = tmp_path / "s"
+    hidden = LAYOUTS[problem](root)
+    written_long_ago(root, T0 - timedelta(days=1))
+    with unreadable(hidden):
+        listed = ckpt_tui_as_a_user(["ls", "--local", str(root), "--json"])
+    assert listed.returncode == 1, listed.stderr
+    document = json.loads(listed.stdout)
+    assert document["complete"] is False
+    assert f"{problem}: Permission denied" in document["problems"]
+    for checkpoint in checkpoints_of(document).values():  # unreadable is not "being written"
+        assert "incomplete" not in (checkpoint["user_metadata"] or {})

@@ -35,6 +35,8 @@ def examine(path: str, name: str, listing: dict[str, str]) -> FoundCheckpoint:
         data = read_capped(os.path.join(path, METADATA))
     except (OSError, ValueError) as exc:
         found.facts["unreadable"] = f".metadata cannot be read: {exc}"
+        if isinstance(exc, OSError):
+            found.failed(METADATA, exc)
         return found
     summary = scan_pickle(data)
     found.training = any(s.startswith("optim") for s in summary.strings) or (

@@ -13,10 +13,14 @@ from ckpt_tui.store.discover.model import FoundCheckpoint, WeightFacts
 from ckpt_tui.store.discover.pretrained import apply_weights
 from ckpt_tui.store.discover.torch_zip import read_torch_file
 from ckpt_tui.store.files import FILE, read_capped
+from ckpt_tui.store.unread import is_gone
 
 NAME = re.compile(r"^global_step(\d+)$")
 LATEST = "latest"
 MODEL_STATES = "mp_rank_00_model_states.pt"
+
+UNREAD_TAG = ""
+"""The tag when `latest` could not be read: no sign either way (the walk records the file)."""
 
 
 def match(name: str) -> bool:
@@ -24,12 +28,17 @@ def match(name: str) -> bool:
 
 
 def latest_tag(run_folder: str, listing: dict[str, str]) -> str | None:
-    """The folder name in `latest`, None without one."""
+    """The folder name in `latest`, None without one; OSError when it cannot be read (the
+    caller records it: unreadable is not absent)."""
     if listing.get(LATEST) != FILE:
         return None
     try:
         return read_capped(os.path.join(run_folder, LATEST), 4096).decode("utf-8").strip()
-    except (OSError, ValueError):
+    except OSError as exc:
+        if is_gone(exc):
+            return None
+        raise
+    except ValueError:
         return None
 
 
@@ -55,7 +64,7 @@ def _model_weights(path: str, listing: dict[str, str]) -> WeightFacts:
     try:
         facts = read_torch_file(os.path.join(path, MODEL_STATES))
     except OSError as exc:
-        weights.problem = f"{MODEL_STATES} cannot be read: {exc.strerror or exc}"
+        weights.failed(MODEL_STATES, exc)
         return weights
     weights.add(facts.params, facts.bytes_by_dtype)
     weights.truncated, weights.problem = facts.truncated, facts.problem

@@ -38,23 +38,28 @@ def examine(path: str, name: str, listing: dict[str, str]) -> FoundCheckpoint:
     assert found_name is not None
     step = int(found_name.group(2))
     found = FoundCheckpoint(name, "hf-trainer", has_optimizer(listing), step=step)
-    found.facts.update(config_facts(path, listing))
+    config_facts(found, path, listing)
     if found_name.group(1):
         found.incomplete = "temporary name: the Trainer renames it when the save is done"
-    state = _trainer_state(path, listing)
-    if state is None:
+    state = _trainer_state(found, path, listing)
+    if state is None and found.unread is None:  # unreadable is no sign of a save in progress
         found.incomplete = found.incomplete or f"no readable {TRAINER_STATE} (written last)"
-    else:
+    elif state is not None:
         _state_facts(found, state, step)
     return apply_weights(found, folder_weights(path, listing))
 
 
-def _trainer_state(path: str, listing: dict[str, str]) -> dict[str, object] | None:
+def _trainer_state(
+    found: FoundCheckpoint, path: str, listing: dict[str, str]
+) -> dict[str, object] | None:
     if listing.get(TRAINER_STATE) != FILE:
         return None
     try:
         state = read_json(os.path.join(path, TRAINER_STATE))
-    except (OSError, ValueError):
+    except OSError as exc:
+        found.failed(TRAINER_STATE, exc)
+        return None
+    except ValueError:
         return None
     return state if isinstance(state, dict) else None
 

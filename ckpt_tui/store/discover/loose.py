@@ -57,6 +57,7 @@ def _torch(path: str, name: str, kind: str) -> FoundCheckpoint | None:
     except OSError as exc:
         found = FoundCheckpoint(name, kind, training=False)
         found.facts["unreadable"] = f"cannot be read: {exc.strerror or exc}"
+        found.failed(name, exc)
         return found
     if not facts.is_torch and facts.truncated is None and name.endswith(".bin"):
         return None

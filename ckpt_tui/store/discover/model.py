@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ckpt_tui.store.runinfo import RunInfo
 from ckpt_tui.store.settle import FilesLook
+from ckpt_tui.store.unread import failed_read
 
 RESERVED_FACTS = frozenset(
     {"format", "incomplete", "incomplete_reason", "best", "resume_point", "has_optimizer"}
@@ -21,6 +22,13 @@ class WeightFacts:
     bytes_by_dtype: dict[str, int] = field(default_factory=dict)
     truncated: str | None = None
     problem: str | None = None
+    unread: str | None = None
+    """The first weight file that could not be read (not gone), and why (see `FoundCheckpoint`)."""
+
+    def failed(self, name: str, exc: OSError) -> None:
+        """`name` could not be read: a problem on the checkpoint, and unread unless gone."""
+        self.problem = f"{name} cannot be read: {exc.strerror or exc}"
+        self.unread = self.unread or failed_read(name, exc)
 
     def add(self, params: int | None, bytes_by_dtype: dict[str, int]) -> None:
         if params is not None:
@@ -56,6 +64,13 @@ class FoundCheckpoint:
     """Its files as discovery saw them (size, fingerprint; see `ckpt_tui.store.settle`)."""
     single_file: bool = False
     """One file (`torch.save`, a lone `.safetensors`), not a folder that fills file by file."""
+    unread: str | None = None
+    """The first file its kind, flags or facts depend on that could not be read (not gone),
+    and why: the walk records it as unread, so the list is incomplete and nothing is planned."""
+
+    def failed(self, name: str, exc: OSError) -> None:
+        """`name` (a file of this checkpoint) could not be read; a file gone is no failure."""
+        self.unread = self.unread or failed_read(name, exc)
 
     def all_facts(self) -> dict[str, str]:
         """The strings that go into the checkpoint's user_metadata."""

@@ -29,6 +29,7 @@ def is_pretrained(listing: dict[str, str]) -> bool:
 def apply_weights(found: FoundCheckpoint, weights: WeightFacts) -> FoundCheckpoint:
     """Copy tensor facts in; a truncated weight file makes the checkpoint incomplete."""
     weights.into(found.facts)
+    found.unread = found.unread or weights.unread
     if weights.truncated and found.incomplete is None:
         found.incomplete = weights.truncated
     return found
@@ -38,5 +39,5 @@ def examine(path: str, name: str, listing: dict[str, str]) -> FoundCheckpoint:
     """A save_pretrained folder ("pretrained") or a PEFT adapter folder ("peft")."""
     is_adapter = listing.get("adapter_config.json") == FILE
     found = FoundCheckpoint(name, "peft" if is_adapter else "pretrained", training=False)
-    found.facts.update(config_facts(path, listing))
+    config_facts(found, path, listing)
     return apply_weights(found, folder_weights(path, listing))

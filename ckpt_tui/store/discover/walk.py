@@ -115,7 +115,11 @@ def examine_listing(
     extra: list[str] = []
     tag = None
     if any(deepspeed.match(n) for n, kind in listing.items() if kind == DIR):
-        tag = deepspeed.latest_tag(path, listing)
+        try:
+            tag = deepspeed.latest_tag(path, listing)
+        except OSError as exc:
+            reading.failed(os.path.join(path, deepspeed.LATEST), exc)
+            tag = deepspeed.UNREAD_TAG  # unknown is no sign of a save in progress
         extra.append(os.path.join(path, deepspeed.LATEST))
     for name, kind in sorted(listing.items()):
         child = os.path.join(path, name)
@@ -167,7 +171,8 @@ def _located(found: FoundCheckpoint, path: str, reading: Reading) -> FoundCheckp
     found.mtime_ns = st.st_mtime_ns if st else 0
     found.look = look_at(path, st) if st else FilesLook(0, "", 0, unread="it cannot be read")
     found.size = found.look.size
-    if found.look.unread is not None:
-        reading.unread[path] = found.look.unread
-        found.facts.setdefault("unreadable", found.look.unread)
+    unread = found.look.unread or found.unread  # a folder or a file it depends on
+    if unread is not None:
+        reading.unread[path] = unread
+        found.facts.setdefault("unreadable", unread)
     return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ckpt_tui.sizes import SafetensorsHeaderError, read_header_from
-from ckpt_tui.store.discover.model import WeightFacts, number_text
+from ckpt_tui.store.discover.model import FoundCheckpoint, WeightFacts, number_text
 from ckpt_tui.store.discover.torch_zip import read_torch_file
 from ckpt_tui.store.files import FILE, open_regular, read_json, temp_files
 
@@ -30,7 +30,7 @@ def safetensors_facts(path: str, into: WeightFacts) -> None:
             into.problem = f"{name}: {exc.reason}"
         return
     except OSError as exc:
-        into.problem = f"{os.path.basename(path)} cannot be read: {exc.strerror or exc}"
+        into.failed(os.path.basename(path), exc)
         return
     into.add(summary.param_count, summary.bytes_by_dtype)
 
@@ -41,7 +41,10 @@ def _index_shards(folder: str, index_name: str, into: WeightFacts) -> list[str]:
         if not isinstance(weight_map, dict):
             raise ValueError("no weight_map object")
         shards = sorted({str(v) for v in weight_map.values()})
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        into.failed(index_name, exc)
+        return []
+    except ValueError as exc:
         into.problem = f"{index_name} cannot be read: {exc}"
         return []
     return [s for s in shards if "/" not in s and "\\" not in s and ".." not in s]
@@ -76,7 +79,7 @@ def _torch_weights(folder: str, listing: dict[str, str], facts: WeightFacts) -> 
         try:
             found = read_torch_file(os.path.join(folder, name))
         except OSError as exc:
-            facts.problem = f"{name} cannot be read: {exc.strerror or exc}"
+            facts.failed(name, exc)
             return
         facts.add(found.params, found.bytes_by_dtype)
         facts.truncated = facts.truncated or found.truncated
@@ -84,12 +87,12 @@ def _torch_weights(folder: str, listing: dict[str, str], facts: WeightFacts) -> 
         return
 
 
-def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
+def config_facts(found: FoundCheckpoint, folder: str, listing: dict[str, str]) -> None:
     """base_model, lora_rank, lora_alpha from adapter_config.json, else config.json
-    (`_name_or_path`, else `model_type` with the first of `architectures`)."""
-    facts: dict[str, str] = {}
+    (`_name_or_path`, else `model_type` with the first of `architectures`), into `found`."""
+    facts = found.facts
     if listing.get("adapter_config.json") == FILE:
-        adapter = _json_object(folder, "adapter_config.json", facts)
+        adapter = _json_object(found, folder, "adapter_config.json")
         base = adapter.get("base_model_name_or_path")
         if isinstance(base, str) and base:
             facts["base_model"] = base
@@ -101,7 +104,7 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
         if isinstance(peft_type, str):
             facts["peft_type"] = peft_type
     if "base_model" not in facts and listing.get("config.json") == FILE:
-        config = _json_object(folder, "config.json", facts)
+        config = _json_object(found, folder, "config.json")
         name = config.get("_name_or_path")
         model_type = config.get("model_type")
         if isinstance(model_type, str):
@@ -112,7 +115,6 @@ def config_facts(folder: str, listing: dict[str, str]) -> dict[str, str]:
         elif isinstance(model_type, str) and model_type and architecture:
             # transformers 5 no longer writes _name_or_path: say what the model is
             facts["base_model"] = f"{model_type} ({architecture})"
-    return facts
 
 
 def _first_architecture(config: dict[str, object]) -> str | None:
@@ -122,10 +124,12 @@ def _first_architecture(config: dict[str, object]) -> str | None:
     return None
 
 
-def _json_object(folder: str, name: str, facts: dict[str, str]) -> dict[str, object]:
+def _json_object(found: FoundCheckpoint, folder: str, name: str) -> dict[str, object]:
     """The file's object; {} and an `unreadable` fact when it cannot be read."""
     try:
         return read_json(os.path.join(folder, name))
     except (OSError, ValueError) as exc:
-        facts.setdefault("unreadable", f"{name} cannot be read: {exc}")
+        found.facts.setdefault("unreadable", f"{name} cannot be read: {exc}")
+        if isinstance(exc, OSError):
+            found.failed(name, exc)
         return {}
