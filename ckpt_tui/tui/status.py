@@ -9,6 +9,7 @@ from datetime import datetime
 from rich.text import Text
 
 from ckpt_tui.backends import BackendState, Fleet, Totals
+from ckpt_tui.backends.fleet import KEY_REFUSED, ErrorKind
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
@@ -120,6 +121,15 @@ def badge(state: BackendState, loading: bool, form: int) -> str:
     if form == 1 or state.latency is None:
         return f"{name} {mark}"
     return f"{name} {mark} {format_latency(state.latency)}"
+
+
+def failed_text(name: str, error: str, kind: ErrorKind) -> str:
+    """A failed backend's error where its checkpoints would be (`name` '' with one backend
+    open): 'Press r to retry. box: …', or for a refused key, which a retry would send again,
+    'box: key refused: …'."""
+    if kind == KEY_REFUSED:
+        return f"{name}: key refused: {error}" if name else f"Key refused: {error}"
+    return f"Press r to retry. {name}: {error}" if name else f"Press r to retry. {error}"
 
 
 def format_latency(seconds: float) -> str:

@@ -49,7 +49,7 @@ from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.status import BackendProgress, StatusFacts, marked_text
+from ckpt_tui.tui.status import BackendProgress, StatusFacts, failed_text, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
@@ -340,7 +340,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         if self.state.view == "runs" and self.feed.on_backend_row(key) and key is not None:
             state = self.fleet.state(key[0])
             if state.error is not None:
-                return f"Press r to retry. {key[0]}: {state.error}"
+                return failed_text(key[0], state.error, state.error_kind)
             if state.snapshot is None:
                 return f"{key[0]}: loading…"
         if self.catalog is None:
