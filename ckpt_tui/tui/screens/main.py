@@ -160,6 +160,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             for state in fleet.states
             if state.error is not None and state.error_kind == KEY_REFUSED
         )
+        problems = self.incomplete_problems()
         return StatusFacts(
             browsing=self.state.describe(),
             view_counts=self.view_counts,
@@ -172,9 +173,24 @@ class MainScreen(Screen[None], inherit_bindings=False):
             dropped_marks="" if self.dropped_marks is None else self.dropped_marks[0],
             new_above=len(self.new_above),
             incomplete=incomplete,
+            first_problem=problems[0] if problems and incomplete else "",
             errors=errors,
             refused=refused,
         )
+
+    def incomplete_problems(self) -> list[str]:
+        """Why the lists shown are not whole: what each incomplete backend could not read
+        (or, if it named nothing, why its list is incomplete), 'box1: ' before each when
+        several are open. The status line shows the first, `?` every one."""
+        found = []
+        for state in self.fleet.states:
+            snapshot = state.snapshot
+            if snapshot is not None and snapshot.incomplete:
+                named = f"{state.name}: " if self.several else ""
+                found += [
+                    named + line for line in snapshot.backend_problems or [snapshot.incomplete]
+                ]
+        return found
 
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -444,7 +460,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def action_help(self) -> None:
         from ckpt_tui.tui.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen(self.incomplete_problems()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While the filter box has focus, "/" is a character to type, not the filter key; in
