@@ -10,7 +10,7 @@ from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.tui.screens.policy_flow import Selection, policy_scope
-from ckpt_tui.tui.status import StatusFacts, marked_text, status_text
+from ckpt_tui.tui.status import StatusFacts, badge, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
 
 BAR = "  │  "
@@ -88,6 +88,14 @@ def test_the_status_line_lists_a_partial_list_first_and_the_error_last() -> None
     )
     loading = StatusFacts(browsing="By run", fetching=True, incomplete="the list")
     assert "Incomplete" not in status_text(loading).plain  # not while the next load runs
+
+
+def test_a_partial_backend_s_badge_says_partial() -> None:
+    [whole] = two_runs().states
+    partial = whole.replace(complete=False, latency=0.003)
+    assert badge(whole, False, 0) == "box ✓"
+    assert badge(partial, False, 0) == "box ! partial 3 ms"
+    assert badge(partial, False, 1) == "box !"  # the short form, when narrow
 
 
 def test_marked_text_counts_the_marked_checkpoints_and_their_monthly_cost() -> None:
