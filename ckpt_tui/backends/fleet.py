@@ -52,6 +52,12 @@ class BackendState(msgspec.Struct, frozen=True):
         return self.backend.name
 
     @property
+    def failed_mark(self) -> str:
+        """What a failed backend's row says after its ✗: 'key refused' (a retry would send
+        the same key), or 'r retries'."""
+        return KEY_REFUSED if self.error_kind == KEY_REFUSED else "r retries"
+
+    @property
     def loading(self) -> bool:
         """Nothing shown yet: no snapshot and no error."""
         return self.snapshot is None and self.error is None

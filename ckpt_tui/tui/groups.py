@@ -81,7 +81,7 @@ def group_cells(group: BackendGroup, now: datetime, keys: Sequence[str]) -> list
     name = Cell(f"{arrow} {group.backend}", "bold")
     where = state.backend.place + (" · read-only" if state.backend.readonly else "")
     if state.error is not None:  # the whole error shows below, with the row highlighted
-        name = Cell(f"{arrow} {group.backend} ✗ r retries", "error")
+        name = Cell(f"{arrow} {group.backend} ✗ {state.failed_mark}", "error")
         where = state.error
     elif state.snapshot is None:
         name = Cell(f"{arrow} {group.backend} loading…", "dim")

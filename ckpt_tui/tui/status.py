@@ -9,6 +9,7 @@ from datetime import datetime
 from rich.text import Text
 
 from ckpt_tui.backends import BackendState, Fleet, Totals
+from ckpt_tui.backends.fleet import KEY_REFUSED, ErrorKind
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
@@ -30,13 +31,14 @@ def header_text(
     width: int | None = None,
     short_backend: str | None = None,
     readonly: bool = False,
+    partial: bool = False,
 ) -> Text:
     """'ckpt-tui  6 runs · 47 checkpoints · 146.2 GiB · next expiry in 2 hours  │  BACKEND'.
 
     With a storage `rate` (USD per GiB-month) the size says what it costs per month. In a
     narrow `width` the backend stays (as `short_backend` if need be, cut from the left at
     worst): the totals give way first, from the end. Read-only mode says so right after the
-    name, where no width cuts it.
+    name, where no width cuts it; so does a `partial` list (its backend could not all be read).
     """
     parts = [] if catalog is None else total_parts(catalog, now, rate)
     short = short_backend or backend
@@ -45,11 +47,11 @@ def header_text(
     tries = [(backend, n) for n in range(len(parts), 1, -1)]
     tries += [(short, n) for n in range(len(parts), -1, -1)]
     for name, count in tries:
-        line = header_line(parts[:count], name, readonly)
+        line = header_line(parts[:count], name, readonly, partial)
         if line.cell_len <= room:
             return line
-    keep = room - header_line([], "", readonly).cell_len - 1
-    return header_line([], "…" + short[-keep:] if keep > 0 else "", readonly)
+    keep = room - header_line([], "", readonly, partial).cell_len - 1
+    return header_line([], "…" + short[-keep:] if keep > 0 else "", readonly, partial)
 
 
 def total_parts(catalog: FleetCatalog, now: datetime, rate: float | None) -> list[str]:
@@ -62,12 +64,21 @@ def total_parts(catalog: FleetCatalog, now: datetime, rate: float | None) -> lis
     ]
 
 
-def header_line(parts: list[str], backend: str, readonly: bool = False) -> Text:
+PARTIAL_MARK = "! partial"
+"""After a backend whose list is not whole, in the header."""
+
+
+def header_line(
+    parts: list[str], backend: str, readonly: bool = False, partial: bool = False
+) -> Text:
     text = Text()
     text.append("ckpt-tui", style="bold")
     if readonly:
         text.append(" ")
         text.append(" READ-ONLY ", style="bold reverse")
+    if partial:
+        text.append(" ")
+        text.append(PARTIAL_MARK, style="bold yellow")
     if parts:
         text.append("  " + " · ".join(parts))
     text.append(f"  │  {backend}", style="dim")
@@ -107,8 +118,8 @@ def fleet_total_parts(totals: Totals, now: datetime) -> list[str]:
 
 
 def badge(state: BackendState, loading: bool, form: int) -> str:
-    """One backend in the header: form 0 'box1 ✓ 3 ms' (or '✗ unreachable', '… loading'),
-    form 1 'box1 ✓', form 2 'box1'."""
+    """One backend in the header: form 0 'box1 ✓ 3 ms' (or '✗ unreachable', '… loading',
+    '! partial 3 ms' when its list is not whole), form 1 'box1 ✓' (or '!'), form 2 'box1'."""
     name = state.name + (" ro" if state.backend.readonly and form == 0 else "")
     if state.error is not None:
         return f"{name} ✗" + (f" {state.error_kind}" if form == 0 else "")
@@ -116,10 +127,21 @@ def badge(state: BackendState, loading: bool, form: int) -> str:
         return name if form == 2 else f"{name} …" + (" loading" if form == 0 else "")
     if form == 2:
         return name
-    mark = "✓" if state.complete else "!"
-    if form == 1 or state.latency is None:
+    if form == 1:
+        return f"{name} {'✓' if state.complete else '!'}"
+    mark = "✓" if state.complete else PARTIAL_MARK
+    if state.latency is None:
         return f"{name} {mark}"
     return f"{name} {mark} {format_latency(state.latency)}"
+
+
+def failed_text(name: str, error: str, kind: ErrorKind) -> str:
+    """A failed backend's error where its checkpoints would be (`name` '' with one backend
+    open): 'Press r to retry. box: …', or for a refused key, which a retry would send again,
+    'box: key refused: …'."""
+    if kind == KEY_REFUSED:
+        return f"{name}: key refused: {error}" if name else f"Key refused: {error}"
+    return f"Press r to retry. {name}: {error}" if name else f"Press r to retry. {error}"
 
 
 def format_latency(seconds: float) -> str:
@@ -192,6 +214,8 @@ class StatusFacts:
     new_above: int = 0
     incomplete: str = ""
     """Which backends' lists are not whole: '' when all are, 'the list' with one backend."""
+    first_problem: str = ""
+    """The first thing those backends could not read (`?` shows them all)."""
     errors: tuple[tuple[str, str], ...] = ()
     """Each failed backend's name and error; with one backend open, its name is ''."""
     refused: tuple[str, ...] = ()
@@ -217,12 +241,25 @@ def loading_text(facts: StatusFacts) -> str:
     return f"{verb}: " + ", ".join(map(backend_progress, facts.progress))
 
 
+def incomplete_text(facts: StatusFacts) -> str:
+    """'Incomplete list (? shows why): trainer-out/checkpoint-10: on another file system…',
+    with several backends 'Incomplete list (box1; ? shows why): box1: …'."""
+    where = "" if facts.incomplete == "the list" else f"{facts.incomplete}; "
+    if not facts.first_problem:
+        where = where.removesuffix("; ")
+        return f"Incomplete list{f' ({where})' if where else ''}: some checkpoints may not be shown"
+    return f"Incomplete list ({where}? shows why): {facts.first_problem}"
+
+
 def status_text(facts: StatusFacts) -> Text:
     """View and sort on the left; marks, loading progress and errors on the right."""
     text = Text(facts.browsing)
     if facts.view_counts:
         text.append(" · ")
         text.append(facts.view_counts, style="bold")
+    if facts.incomplete and not facts.fetching:  # first: a narrow line cuts from the end
+        text.append("  │  ")
+        text.append(incomplete_text(facts), style="bold yellow")
     new_above = f"{facts.new_above:,} new above" if facts.new_above else ""
     extras = [
         loading_text(facts),
@@ -235,12 +272,6 @@ def status_text(facts: StatusFacts) -> Text:
     for extra in filter(None, extras):
         text.append("  │  ")
         text.append(extra, style="bold")
-    if facts.incomplete and not facts.fetching:
-        where = "" if facts.incomplete == "the list" else f" ({facts.incomplete})"
-        text.append("  │  ")
-        text.append(
-            f"Incomplete list{where}: some checkpoints may not be shown", style="bold yellow"
-        )
     for name, error in facts.errors:
         text.append("  │  ")
         if name in facts.refused:

@@ -10,7 +10,7 @@ from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.tui.screens.policy_flow import Selection, policy_scope
-from ckpt_tui.tui.status import StatusFacts, marked_text, status_text
+from ckpt_tui.tui.status import StatusFacts, badge, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
 
 BAR = "  │  "
@@ -51,7 +51,7 @@ def test_the_status_line_says_loading_then_refreshing() -> None:
     assert shown() == "By run"
 
 
-def test_the_status_line_lists_what_goes_on_in_order_and_the_error_last() -> None:
+def test_the_status_line_lists_a_partial_list_first_and_the_error_last() -> None:
     facts = StatusFacts(
         browsing="All checkpoints",
         view_counts="3 of 9 match",
@@ -62,13 +62,13 @@ def test_the_status_line_lists_what_goes_on_in_order_and_the_error_last() -> Non
         new_above=1200,
         incomplete="the list",
     )
-    extras = [
+    extras = [  # a partial list first: a narrow line cuts from the end
+        "Incomplete list: some checkpoints may not be shown",
         "Deleting 2 of 5…",
         "2 marked · 2.0 GiB",
         "no training logs found",
         "1 marked checkpoint no longer stored: unmarked",
         "1,200 new above",
-        "Incomplete list: some checkpoints may not be shown",
     ]
     assert status_text(facts).plain == BAR.join(["All checkpoints · 3 of 9 match", *extras])
     failed = StatusFacts(browsing="By run", no_log_dirs="no logs", errors=(("", "refused"),))
@@ -81,8 +81,21 @@ def test_the_status_line_lists_what_goes_on_in_order_and_the_error_last() -> Non
             "box2 failed (r retries): refused",
         ]
     )
+    unread = StatusFacts(browsing="By run", incomplete="box1", first_problem="box1: a: not read")
+    assert (
+        status_text(unread).plain
+        == f"By run{BAR}Incomplete list (box1; ? shows why): box1: a: not read"
+    )
     loading = StatusFacts(browsing="By run", fetching=True, incomplete="the list")
     assert "Incomplete" not in status_text(loading).plain  # not while the next load runs
+
+
+def test_a_partial_backend_s_badge_says_partial() -> None:
+    [whole] = two_runs().states
+    partial = whole.replace(complete=False, latency=0.003)
+    assert badge(whole, False, 0) == "box ✓"
+    assert badge(partial, False, 0) == "box ! partial 3 ms"
+    assert badge(partial, False, 1) == "box !"  # the short form, when narrow
 
 
 def test_marked_text_counts_the_marked_checkpoints_and_their_monthly_cost() -> None:

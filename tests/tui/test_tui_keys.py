@@ -251,6 +251,20 @@ async def test_the_footer_shows_whole_hints_and_nothing_past_the_palette_key(
             assert "c Copy path" in hints
 
 
+@pytest.mark.parametrize("key", ["d", "t"])
+async def test_the_footer_behind_a_dialog_shows_whole_hints(demo: ServedDemo, key: str) -> None:
+    """With a dialog open at 80x24 the dimmed footer behind it ended "^p palettee"."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, (DeleteDialog, TtlDialog))
+        hints, palette = footer_line(app).split("▏")
+        assert palette.strip() == "^p palette"
+        assert whole_hints(hints) and "d Delete" in hints, hints
+
+
 @pytest.mark.parametrize("readonly", [True, False])
 async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
     demo: ServedDemo, readonly: bool

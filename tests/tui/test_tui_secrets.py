@@ -134,8 +134,10 @@ async def test_a_refused_key_says_key_refused_wherever_its_state_shows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The header's badge, the status line and the toast say the key was refused, and where
-    it came from; a healthy second backend (another server, its right key) still loads."""
+    """The header's badge, the runs pane's backend row, the checkpoints pane, the status
+    line and the toast say the key was refused, and where it came from, with no hint that
+    r (a retry, which sends the same key) helps; a healthy second backend (another server,
+    its right key) still loads."""
     wrong = "tml-s3cret-but-wrong"
     refused = configured(tmp_path, box_url, wrong, monkeypatch)
     healthy = connection(Backend.remote(other_url, KEY, "test key"), "good")
@@ -145,7 +147,13 @@ async def test_a_refused_key_says_key_refused_wherever_its_state_shows(
         screen = screen_text(app)
         toasts = "\n".join(str(toast.message) for toast in app._notifications)
     assert "box ✗ key refused" in screen and "good ✓" in screen
-    assert "unreachable" not in screen and "box: key refused: the API key from $BK" in screen
+    assert "unreachable" not in screen
+    said = [
+        line for line in screen.splitlines() if "box: key refused: the API key from $BK" in line
+    ]
+    assert len(said) == 2  # the checkpoints pane (the cursor is on box's row) and the status line
+    assert "▾ box ✗ key refused" in screen  # the runs pane's row for the backend
+    assert "r retries" not in screen and "Press r" not in screen
     assert "the API key from $BK was refused" in toasts and "Put the right key there" in toasts
     written = everything_written(capsys, state_home) + screen + toasts
     assert wrong not in written and "s3cret" not in written

@@ -19,7 +19,7 @@ from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
 from tests.support.small_disk import small_tmpfs
-from tests.support.tui import app_on, connection, settle, shown
+from tests.support.tui import app_on, connection, screen_line, screen_text, settle, shown
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trainer_box"
 TEN = "weights/checkpoint-10"
@@ -55,3 +55,25 @@ async def test_a_folder_not_read_is_named_and_no_keep_policy_plans(
             assert "No keep policy on a partial list" in messages
     with Store.open(box) as store:
         assert store.get_checkpoint("trainer-out", TEN).public
+
+
+async def test_a_partial_list_shows_as_partial_after_its_notice_is_gone(
+    box: Path, clock: FixedClock
+) -> None:
+    """The folder not read was named only in a notice: once it went, the header and the
+    status line read as if the list were whole. They say it is partial, and `?` says why."""
+    problem = "trainer-out/checkpoint-10: on another file system (a mount point), not read"
+    with small_tmpfs(box / "trainer-out" / "checkpoint-10"):
+        app = app_on([connection(Backend.local(box))], None, clock)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            app.clear_notifications()  # as the notice's time runs out
+            await pilot.pause()
+            assert "! partial" in screen_line(app, "3 runs")  # the header
+            status = screen_line(app, "Incomplete list")
+            assert f"Incomplete list (? shows why): {problem}" in status
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_screen = screen_text(app)
+    assert "Incomplete list: what could not be read" in help_screen
+    assert len([line for line in help_screen.splitlines() if problem in line]) == 2

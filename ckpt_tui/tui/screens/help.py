@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -34,6 +35,18 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     return sections
 
 
+PROBLEMS_TITLE = "Incomplete list: what could not be read"
+
+
+def problems_text(problems: Sequence[str]) -> Text:
+    """Why the list shown is not whole, a line each (`ckpt-tui ls` says the same)."""
+    text = Text()
+    text.append(PROBLEMS_TITLE, style="bold underline yellow")
+    for problem in problems:
+        text.append("\n  " + problem)
+    return text
+
+
 def help_text() -> Table:
     """Two columns: a description that wraps stays in its column, under its own start."""
     grid = Table.grid(padding=(0, 2, 0, 0), expand=True)
@@ -56,11 +69,18 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "close", "Close"),
     ]
 
+    def __init__(self, problems: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.problems = problems
+        """What the backends could not read while their lists are incomplete: shown first."""
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog-box") as box:
             box.border_subtitle = CLOSE_HINT
             title = Text.assemble(("ckpt-tui keys", "bold"), f"  ({CLOSE_HINT})")
             yield Static(title, id="help-title")
+            if self.problems:
+                yield Static(problems_text(self.problems), id="help-problems")
             yield Static(help_text(), id="help-keys")
 
     def action_close(self) -> None:

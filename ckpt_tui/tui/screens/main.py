@@ -49,7 +49,7 @@ from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.status import BackendProgress, StatusFacts, marked_text
+from ckpt_tui.tui.status import BackendProgress, StatusFacts, failed_text, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
@@ -160,6 +160,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             for state in fleet.states
             if state.error is not None and state.error_kind == KEY_REFUSED
         )
+        problems = self.incomplete_problems()
         return StatusFacts(
             browsing=self.state.describe(),
             view_counts=self.view_counts,
@@ -172,9 +173,24 @@ class MainScreen(Screen[None], inherit_bindings=False):
             dropped_marks="" if self.dropped_marks is None else self.dropped_marks[0],
             new_above=len(self.new_above),
             incomplete=incomplete,
+            first_problem=problems[0] if problems and incomplete else "",
             errors=errors,
             refused=refused,
         )
+
+    def incomplete_problems(self) -> list[str]:
+        """Why the lists shown are not whole: what each incomplete backend could not read
+        (or, if it named nothing, why its list is incomplete), 'box1: ' before each when
+        several are open. The status line shows the first, `?` every one."""
+        found = []
+        for state in self.fleet.states:
+            snapshot = state.snapshot
+            if snapshot is not None and snapshot.incomplete:
+                named = f"{state.name}: " if self.several else ""
+                found += [
+                    named + line for line in snapshot.backend_problems or [snapshot.incomplete]
+                ]
+        return found
 
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -340,7 +356,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         if self.state.view == "runs" and self.feed.on_backend_row(key) and key is not None:
             state = self.fleet.state(key[0])
             if state.error is not None:
-                return f"Press r to retry. {key[0]}: {state.error}"
+                return failed_text(key[0], state.error, state.error_kind)
             if state.snapshot is None:
                 return f"{key[0]}: loading…"
         if self.catalog is None:
@@ -444,7 +460,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def action_help(self) -> None:
         from ckpt_tui.tui.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen(self.incomplete_problems()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While the filter box has focus, "/" is a character to type, not the filter key; in

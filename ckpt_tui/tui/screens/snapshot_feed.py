@@ -32,7 +32,7 @@ from ckpt_tui.tui.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.screens.host import ScreenHost
 from ckpt_tui.tui.services import Services
 from ckpt_tui.tui.state import BrowseState
-from ckpt_tui.tui.status import BackendProgress
+from ckpt_tui.tui.status import BackendProgress, failed_text
 from ckpt_tui.tui.widgets import FastTable
 from ckpt_tui.words import count_of
 
@@ -233,7 +233,8 @@ class SnapshotFeed:
         # A refused key's message says what to do: a retry would send the same key.
         hint = "Press r to retry." if kind == UNREACHABLE else ""
         if host.shown_catalog is None:
-            host.checkpoints_table.empty_message = f"{hint} {self.named(name)}{message}".strip()
+            shown_name = name if self.several else ""
+            host.checkpoints_table.empty_message = failed_text(shown_name, message, kind)
             nobody = "no backend could" if self.several else "the backend could not"
             why = "be reached" if kind == UNREACHABLE else "be read (a key was refused)"
             host.runs_table.empty_message = f"No runs: {nobody} {why}."

@@ -5,11 +5,15 @@ right end: on a narrow terminal a hint is cut in half ("c " with no label at 100
 letter of the hint under the palette key shows past it ("^p palettee" at 80). Here the hints
 that would reach the palette key are hidden instead, all of them from the first that does not
 fit, so the footer reads left to right with nothing cut (`?` lists every key).
+
+Behind a dialog the footer keeps the hints it fitted: the screen below a dialog is laid out
+only after a fit would run, so a fit there would see no hint's place and hide none.
 """
 
 from __future__ import annotations
 
 from textual import events
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -19,6 +23,12 @@ PALETTE_CLASS = "-command-palette"
 
 class FittingFooter(Footer):
     """A footer whose hints are whole or absent."""
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        """New bindings: show them while this footer's screen is the one on top (a dialog
+        opened over it leaves the hints as they were; its closing brings new bindings)."""
+        if screen is self.app.screen:
+            super().bindings_changed(screen)
 
     async def recompose(self) -> None:
         """New bindings (focus moved, a dialog closed): fit the new hints once laid out."""

@@ -59,6 +59,7 @@ class HeaderLine(Static):
             self.size.width,
             client.backend.short_name(),
             readonly=services.readonly,
+            partial=state is not None and bool(state.snapshot and state.snapshot.incomplete),
         )
 
 
