@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 from textual import events
+from textual.message import Message
 
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
@@ -287,6 +288,37 @@ async def test_user_text_is_never_read_as_markup(demo: ServedDemo) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         assert "exp[red]x/run[bold]1" in screen_text(app)
+
+
+async def test_work_ending_as_the_screen_goes_touches_no_pane(demo: ServedDemo) -> None:
+    """A load, a latency check or a thread's callback can end after Textual removed a closing
+    screen's panes but before it cancels the screen's workers (seen as NoMatches('#checkpoints')
+    as a busy machine's app quit). That moment is caught here exactly, as the screen, its panes
+    gone, unmounts: what such work does then must do nothing, and raise nothing."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    screens: list[MainScreen] = []
+    caught: list[str] = []
+    failures: list[Exception] = []
+
+    def as_the_screen_goes(message: Message) -> None:
+        if not screens or caught:
+            return
+        screen = screens[0]
+        if screen.is_running or screen.children:
+            return
+        caught.append(type(message).__name__)
+        try:
+            screen.fleet = screen.fleet  # a load or latency check showing its answer
+            screen.feed.show_complete(screen.fleet)  # a refresh's, a change's, a log's rows
+            screen.update_details()  # a metrics.jsonl read in a thread
+        except Exception as exc:  # raised here, it would only be logged by the teardown
+            failures.append(exc)
+
+    async with app.run_test(size=(120, 36), message_hook=as_the_screen_goes) as pilot:
+        await settle(pilot)
+        screens.append(screen_of(app))
+    assert caught  # the moment came
+    assert failures == []
 
 
 async def test_polling_and_log_growth_refresh_keeping_filter_and_cursor(demo: ServedDemo) -> None:

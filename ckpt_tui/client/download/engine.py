@@ -257,6 +257,8 @@ class _Job:
         assert self.blocking is not None
         unreported = 0
         try:
+            if stop.is_set():  # cancelled before this thread began: ask for nothing
+                return 0, offset
             with self.blocking.stream("GET", url, headers=headers) as answer:
                 if answer.status_code == 403:
                     return 403, offset
@@ -376,12 +378,25 @@ def _write_error(part: Path, exc: OSError) -> DownloadError:
 
 
 async def _bounded(jobs: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
-    """Run `jobs` at most `limit` at once; the first failure cancels the rest and is raised."""
+    """Run `jobs` at most `limit` at once; the first failure cancels the rest and is raised.
+
+    A job waiting for the gate starts no more once one has failed: the failing job frees its
+    place before the failure reaches here, and a job started then would send its request
+    (from its worker thread) after the download had already failed and returned.
+    """
     gate = asyncio.Semaphore(limit)
+    failed = False
 
     async def gated(job: Callable[[], Awaitable[Any]]) -> Any:
+        nonlocal failed
         async with gate:
-            return await job()
+            if failed:
+                return None  # the first failure is what the download raises
+            try:
+                return await job()
+            except BaseException:
+                failed = True
+                raise
 
     tasks = [asyncio.ensure_future(gated(job)) for job in jobs]
     try:

@@ -312,14 +312,18 @@ class Changes:
         )
 
     def finish(self, action: FleetAction) -> None:
-        """Report the outcome, keep failures marked with their errors, and log each part."""
+        """Report the outcome, keep failures marked with their errors, and log each part.
+
+        An action that ends as the screen goes (the user quit meanwhile) is still logged."""
         host, services = self.host, self.services
         failed = action.failed
         for key in action.keys:
             self.failures.pop(key, None)
         self.failures.update(failed)
         self.last_action = action
-        host.checkpoints_table.set_marks(failed)
+        showing = host.is_showing
+        if showing:
+            host.checkpoints_table.set_marks(failed)
         summary = action.summary()
         hint = ". Failed ones stay marked; R retries them, L shows the log." if failed else ""
         host.notify(
@@ -334,4 +338,5 @@ class Changes:
             problem = services.session_log.add(entry)
             if problem is not None:
                 host.notify(f"Session log file: {problem}", severity="warning", markup=False)
-        host.refresh_views()
+        if showing:
+            host.refresh_views()

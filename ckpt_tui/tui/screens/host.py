@@ -29,8 +29,9 @@ class ScreenHost(Protocol):
     def app(self) -> App[object]: ...
 
     @property
-    def is_attached(self) -> bool:
-        """Still in the app's DOM (a worker may finish after the screen went)."""
+    def is_showing(self) -> bool:
+        """Its widgets are there to update: a worker, or a thread's callback, may finish after
+        the screen began to go (as the app quits), and must then touch none of them."""
         ...
 
     @property

@@ -223,6 +223,17 @@ class MainScreen(Screen[None], inherit_bindings=False):
         yield FittingFooter()
 
     @property
+    def is_showing(self) -> bool:
+        """Its widgets are there to update (see `ScreenHost.is_showing`).
+
+        `is_attached` alone does not tell: a closing screen stays attached until its end, while
+        Textual removes its children first (once its message loop stops) and cancels its
+        workers only after that, so a load finishing in between would query panes that are
+        gone. Not running means the children are going or gone.
+        """
+        return self.is_running and self.is_attached
+
+    @property
     def runs_table(self) -> FastTable[RunsEntry]:
         return self.query_one("#runs", FastTable)
 
@@ -311,11 +322,13 @@ class MainScreen(Screen[None], inherit_bindings=False):
         self.feed.show_complete(fleet)
 
     def watch_fleet(self) -> None:
-        self.show_marked()
+        if self.is_showing:  # a load may set the fleet as the screen goes
+            self.show_marked()
 
     # --- showing -----------------------------------------------------------------------------
     def watch_state(self) -> None:
-        self.refresh_views()
+        if self.is_showing:
+            self.refresh_views()
 
     def refresh_views(self) -> None:
         """Recompute what every pane shows from the snapshot and the browse state."""
@@ -337,6 +350,8 @@ class MainScreen(Screen[None], inherit_bindings=False):
         self.update_details()
 
     def update_details(self) -> None:
+        if not self.is_showing:  # a metrics read (a thread) may end as the screen goes
+            return
         row = self.checkpoints_table.cursor_value
         catalog = self.catalog
         run = catalog.run((row.backend, row.run_id)) if (catalog and row) else None

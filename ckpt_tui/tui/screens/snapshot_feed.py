@@ -190,12 +190,14 @@ class SnapshotFeed:
             return  # it answered the whole load: one failed extra request changes nothing
         # Only the header shows it: the panes stay as they are (no re-sort of every row).
         fleet = self.host.fleet
-        if self.host.is_attached:
+        if self.host.is_showing:  # the check may end as the screen goes (the app quits)
             self.host.fleet = fleet.with_backend(name, fleet.state(name).replace(latency=latency))
 
     async def loaded(self, state: BackendState) -> None:
         snapshot = state.snapshot
         assert snapshot is not None
+        if not self.host.is_showing:
+            return  # a load that ended as the screen went: nothing to show it in
         fleet = self.host.fleet.with_backend(state.name, state)
         if set(self.loads) - {state.name} and self.host.shown_catalog is not None:
             # Others are still loading: the panes follow with their pages (each refresh sorts
@@ -207,6 +209,8 @@ class SnapshotFeed:
             self.drop_gone_marks(state.name, snapshot)
         if await asyncio.to_thread(refresh_metrics, self.services.metrics_cache):
             self.host.update_details()  # a refresh reads the loss curves' new lines too
+        if not self.host.is_showing:
+            return  # the screen went while the metrics were read
         if snapshot.incomplete:
             self.host.notify(
                 f"{self.named(state.name)}{snapshot.incomplete}.\nNothing is marked missing, "
@@ -226,6 +230,8 @@ class SnapshotFeed:
         """The backend's entry says what went wrong and what to do; the others stay shown.
         Without `keep_rows`, its rows go too (nothing can be changed through it)."""
         host = self.host
+        if not host.is_showing:
+            return  # a load that failed as the screen went
         state = host.fleet.state(name).replace(error=message, error_kind=kind, complete=False)
         if not keep_rows:
             state = state.replace(snapshot=None)
@@ -259,7 +265,7 @@ class SnapshotFeed:
         sort and marks."""
         host = self.host
         self.refresh_due, self.last_shown = False, time.monotonic()
-        if not host.is_attached:
+        if not host.is_showing:
             return  # a load that ended after the screen went (e.g. as the app quits)
         catalog = FleetCatalog(fleet) if fleet.snapshots() else None
         host.shown_catalog = catalog
@@ -299,7 +305,7 @@ class SnapshotFeed:
         if host.shown_catalog is None or now - self.last_shown >= PARTIAL_EVERY:
             self.apply_fleet(fleet)
             return
-        if host.is_attached:
+        if host.is_showing:
             host.fleet = fleet  # the header counts it now; the panes at the next refresh
         if not self.refresh_due:
             self.refresh_due = True
@@ -318,6 +324,8 @@ class SnapshotFeed:
         (as `tail -f` does); otherwise it stays and the status line counts the new rows above.
         """
         host = self.host
+        if not host.is_showing:
+            return  # e.g. a change's results, or a log's new lines, as the screen went
         table = host.checkpoints_table
         at_top = table.cursor_row == 0
         before = set(map(row_key, table.rows)) if self.whole_shown else None
