@@ -101,7 +101,10 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="kp-box", classes="dialog-box"):
             with Horizontal(classes="kp-row"):
-                yield Static("", id="kp-scope")
+                # Written whole here, not first on mount: the screen shows what it plans on
+                # from its first frame, whenever its mount is handled.
+                scope = self.scope_text(len(self.scope_runs), len(self.rows), widened=False)
+                yield Static(scope, id="kp-scope")
                 if self.can_widen:
                     yield TickBox(f"all {len(self.all_runs)} runs", id="kp-all", compact=True)
             yield from self.compose_form()
@@ -182,9 +185,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         runs = self.all_runs if self.widened else self.scope_runs
         self.rows = stored_rows(runs)
         self.query_one("#kp-box").border_title = self.title_for(runs)
-        label = f"all {len(runs)} runs" if self.widened else self.scope_label
-        scope = Text("Runs: ", style="bold")
-        scope.append(f"{label} · {count_of(len(self.rows), 'stored checkpoint')}")
+        scope = self.scope_text(len(runs), len(self.rows), self.widened)
         self.query_one("#kp-scope", Static).update(scope)
         select = self.query_one("#kp-metric", Select)
         current = select.selection
@@ -193,6 +194,13 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         if keys:
             select.value = current if current in keys else keys[0]
         self.recompute()
+
+    def scope_text(self, runs: int, stored: int, widened: bool) -> Text:
+        """'Runs: sl/llama-8b-tulu3 · 20 stored checkpoints' (or 'all 6 runs · …')."""
+        label = f"all {runs} runs" if widened else self.scope_label
+        scope = Text("Runs: ", style="bold")
+        scope.append(f"{label} · {count_of(stored, 'stored checkpoint')}")
+        return scope
 
     def title_for(self, runs: Sequence[RunSummary]) -> str:
         """'Keep policy on gpu-box (…)': the backends of the runs in scope, not every one."""
