@@ -15,7 +15,7 @@ from textual.widgets import Button, Static
 
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
+from ckpt_tui.tui.fleet_view import FleetCatalog, row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
 from tests.support.dialogs import shown_text
@@ -127,13 +127,26 @@ def status_line(app: CkptApp) -> str:
     return next(line for line in screen_text(app).splitlines() if " match" in line)
 
 
+BOTH = {"tinker-demo", "gpu-box"}
+
+
+async def catalog_of_both(pilot: Pilot[None], app: CkptApp) -> FleetCatalog:
+    """The catalog once it holds both backends' rows: the workers can be done while the join
+    of the last backend's rows still waits for its turn (pauses a bounded number of times)."""
+    for _ in range(200):
+        await settle(pilot)
+        catalog = screen_of(app).catalog
+        if catalog is not None and {row.backend for row in catalog.rows} >= BOTH:
+            return catalog
+        await pilot.pause(0.05)
+    raise AssertionError("the catalog never held both backends' rows")
+
+
 async def test_the_filter_count_says_whose_rows_it_counts(tmp_path: Path) -> None:
     """By run it counts the highlighted run's or backend's rows; all checkpoints, both's."""
     with pictured_demo(tmp_path / "demo", with_box=True) as app:
         async with app.run_test(size=(120, 36)) as pilot:
-            await settle(pilot)
-            catalog = screen_of(app).catalog
-            assert catalog is not None
+            catalog = await catalog_of_both(pilot, app)
             on_box = sum(row.backend == "gpu-box" for row in catalog.rows)
             await pilot.press("slash", *"checkpoint-", "enter")  # only gpu-box's Trainer saves
             await settle(pilot)
