@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx
 import msgspec
 
@@ -142,9 +143,13 @@ async def _deadlined(
 ) -> httpx.Response | _Failure:
     """The attempt's result, or a timeout failure (as httpx's own) once it has taken longer
     than the policy's deadline in all."""
+    # anyio's scope, not asyncio.wait_for: before 3.12 wait_for runs the attempt as a task of
+    # its own, whose failure is logged as "never retrieved" (a traceback on stderr) when the
+    # caller is cancelled as it ends; the scope cancels this task itself.
     try:
-        return await asyncio.wait_for(attempt, policy.deadline)
-    except asyncio.TimeoutError:
+        with anyio.fail_after(policy.deadline):
+            return await attempt
+    except TimeoutError:
         message = (
             f"{target.display_url} did not finish answering {call.subject} within "
             f"{policy.deadline:g} s; try again later"
