@@ -23,8 +23,10 @@ from ckpt_tui.client.download import (
     VerifyError,
     download,
 )
+from ckpt_tui.client.download.wording import download_line, folder_name
 from ckpt_tui.sizes.size import format_bytes
 from ckpt_tui.timekeeping.clock import clock_from_environ
+from ckpt_tui.timekeeping.rate import RateMeter
 
 DESCRIPTION = """\
 Download each checkpoint's files (TINKER_PATH: tinker://RUN/SEGMENT/NAME) through the signed
@@ -60,12 +62,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document, no progress")
     options.add_global_options(parser, options.BACKEND, after_command=True)
     parser.set_defaults(func=run)
-
-
-def folder_name(path: TinkerPath) -> str:
-    """`RUN_SEGMENT_NAME`, the folder the official CLI downloads a checkpoint into."""
-    segment, name = path.checkpoint_id.split("/", 1)
-    return f"{path.run_id}_{segment}_{name}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,27 +165,18 @@ class ProgressLine:
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.started = time.monotonic()
         self.drawn_at = 0.0
-        self.start_done: int | None = None
+        self.meter: RateMeter | None = None
 
     def update(self, progress: Progress) -> None:
         now = time.monotonic()
-        if self.start_done is None:
-            self.start_done, self.started = progress.done, now
+        if self.meter is None or self.meter.total != progress.total:  # speed of this run only
+            self.meter = RateMeter(progress.total, done=progress.done)
+        self.meter.update(progress.done)
         if now - self.drawn_at < REDRAW_SECONDS and progress.done < progress.total:
             return
         self.drawn_at = now
-        elapsed = max(now - self.started, 1e-6)
-        rate = (progress.done - self.start_done) / elapsed
-        left = (progress.total - progress.done) / rate if rate > 0 else None
-        eta = "--:--" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}"
-        line = (
-            f"{format_bytes(progress.done)} / {format_bytes(progress.total)}  "
-            f"{format_bytes(int(rate))}/s  {eta} left  "
-            f"{progress.files_done}/{progress.files} files"
-        )
-        self.stream.write("\r\x1b[K" + line)
+        self.stream.write("\r\x1b[K" + download_line(progress, self.meter))
         self.stream.flush()
 
     def clear(self) -> None:

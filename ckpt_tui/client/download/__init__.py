@@ -2,6 +2,7 @@
 
 from ckpt_tui.client.download.engine import (
     DownloadError,
+    FileProgress,
     Progress,
     Result,
     cannot_sign,
@@ -13,6 +14,7 @@ from ckpt_tui.client.download.verify import VerifyError
 
 __all__ = [
     "DownloadError",
+    "FileProgress",
     "FolderRefused",
     "Progress",
     "Result",
