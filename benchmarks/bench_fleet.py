@@ -38,7 +38,7 @@ from ckpt_tui.cli.common import connection_to
 from ckpt_tui.client import Backend
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 
 PER_RUN = 100
 SETUPS = {"four": 4, "one": 1}
@@ -77,28 +77,28 @@ async def measure(urls: list[str], reps: int, total: int) -> dict[str, float]:
     ]
     app = CkptApp(connections, LogDirSettings((), None), poll_interval=0, log_check_interval=3600)
     started = 0.0
-    original_load = MainScreen.load
+    original_load = BrowseScreen.load
 
-    def timed_load(screen: MainScreen) -> None:
+    def timed_load(screen: BrowseScreen) -> None:
         nonlocal started
         started = time.perf_counter()
         original_load(screen)
 
-    setattr(MainScreen, "load", timed_load)  # noqa: B010 - a timing hook, undone below
+    setattr(BrowseScreen, "load", timed_load)  # noqa: B010 - a timing hook, undone below
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             screen = app.screen
-            assert isinstance(screen, MainScreen)
+            assert isinstance(screen, BrowseScreen)
             await pilot.press("2")  # every backend's checkpoints in one table
             first, complete = await watch_frames(screen, started, total)
             await app.workers.wait_for_complete()  # the sorting ahead of the keys
             keys = await keystrokes(pilot, reps)
     finally:
-        setattr(MainScreen, "load", original_load)  # noqa: B010
+        setattr(BrowseScreen, "load", original_load)  # noqa: B010
     return {"first frame": first, "complete": complete, **keys}
 
 
-async def watch_frames(screen: MainScreen, started: float, total: int) -> tuple[float, float]:
+async def watch_frames(screen: BrowseScreen, started: float, total: int) -> tuple[float, float]:
     """Milliseconds from `started` to the first frame that shows rows, and to the moment all
     `total` rows are on screen with every backend whole (the later of the first frame that
     shows them all, and the last backend's load ending)."""

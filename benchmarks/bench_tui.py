@@ -50,7 +50,7 @@ from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.training.logdirs import Discovery
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -164,7 +164,7 @@ class PageSource:
         return WeightsInfo("Qwen/Qwen3-8B", True, 32)
 
 
-async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, float]:
+async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float, float]:
     """Milliseconds from the first page to rows on screen, and from the last page to the end."""
     first_shown = asyncio.Event()
 
@@ -220,7 +220,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()
         screen = app.screen
-        assert isinstance(screen, MainScreen)
+        assert isinstance(screen, BrowseScreen)
         await pilot.press("2")
         await pilot.pause(0.1)
         FrameClock.painted = asyncio.Event()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.client import CheckpointClient, Outcome
 from ckpt_tui.tui.bulk_action import VERBS, ActionKind, BulkAction
-from ckpt_tui.tui.fleet_view import RowKey
+from ckpt_tui.tui.view.fleet_view import RowKey
 
 FleetProgress = Callable[[str, Outcome], None]
 """Called as `on_progress(backend, outcome)` after each item."""

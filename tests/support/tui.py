@@ -26,9 +26,9 @@ from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
-from ckpt_tui.tui.groups import RunsEntry
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
+from ckpt_tui.tui.view.fleet_view import row_key
+from ckpt_tui.tui.view.groups import RunsEntry
 from ckpt_tui.tui.widgets import FastTable
 
 
@@ -129,9 +129,9 @@ async def show_all_checkpoints(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
-def screen_of(app: CkptApp) -> MainScreen:
+def screen_of(app: CkptApp) -> BrowseScreen:
     screen = app.screen
-    assert isinstance(screen, MainScreen)
+    assert isinstance(screen, BrowseScreen)
     return screen
 
 

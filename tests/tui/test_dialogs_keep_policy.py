@@ -8,9 +8,9 @@ from textual.widgets import Button, Checkbox, Input, Select
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.policy import KeepPolicy, PolicyError, plan
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
-from ckpt_tui.tui.screens.keep_policy_form import FormValues, metric_choices, policy_from_form
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, run_summary, total_summary
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
+from ckpt_tui.tui.view.keep_policy_form import FormValues, metric_choices, policy_from_form
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview, run_summary, total_summary
 from tests.support.dialogs import NOW, DialogApp, static_text
 from tests.support.keep_policy_dialog import dialog_app, policy_runs
 
@@ -21,7 +21,7 @@ def preview(app: DialogApp[PolicyOutcome | None]) -> list[str]:
 
 async def opened(pilot: Pilot[None]) -> None:
     for _ in range(50):
-        if isinstance(pilot.app.screen, KeepPolicyScreen):
+        if isinstance(pilot.app.screen, KeepPolicyDialog):
             break
         await pilot.pause()
     await pilot.pause()

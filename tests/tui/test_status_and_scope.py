@@ -8,9 +8,9 @@ from ckpt_tui.backends import Backend, BackendState, Fleet
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import Discovery
-from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey
-from ckpt_tui.tui.screens.policy_flow import Selection, policy_scope
-from ckpt_tui.tui.status import StatusFacts, badge, marked_text, status_text
+from ckpt_tui.tui.screens.browse.policy_flow import Selection, policy_scope
+from ckpt_tui.tui.view.fleet_view import FleetCatalog, RowKey
+from ckpt_tui.tui.view.status import StatusFacts, badge, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
 
 BAR = "  │  "

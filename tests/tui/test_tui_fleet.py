@@ -18,8 +18,8 @@ import pytest
 from ckpt_tui.client import Backend
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
-from ckpt_tui.tui.groups import BackendGroup
+from ckpt_tui.tui.view.fleet_view import row_key
+from ckpt_tui.tui.view.groups import BackendGroup
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
 from tests.support.layouts import hf_trainer_output

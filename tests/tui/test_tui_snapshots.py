@@ -1,4 +1,4 @@
-"""Snapshots of the main screen's views and its error state, on the demo at a fixed time.
+"""Snapshots of the browse screen's views and its error state, on the demo at a fixed time.
 
 Look at the SVGs when they change (`rsvg-convert -o x.png x.svg`). Nothing in them varies
 between runs: fixed clock, fixed backend URL, the real server app in-process.

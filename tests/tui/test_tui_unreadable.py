@@ -15,7 +15,7 @@ import pytest
 from ckpt_tui.client import Backend
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
 from tests.support.small_disk import small_tmpfs
@@ -50,7 +50,7 @@ async def test_a_folder_not_read_is_named_and_no_keep_policy_plans(
             assert "trainer-out/checkpoint-10: on another file system" in messages
             await pilot.press("K")
             await settle(pilot)
-            assert not isinstance(app.screen, KeepPolicyScreen)
+            assert not isinstance(app.screen, KeepPolicyDialog)
             messages = "\n".join(str(n.message) for n in app._notifications)
             assert "No keep policy on a partial list" in messages
     with Store.open(box) as store:

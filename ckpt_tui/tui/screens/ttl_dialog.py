@@ -29,7 +29,7 @@ from ckpt_tui.timekeeping.ttl import (
     format_exact,
     parse_ttl,
 )
-from ckpt_tui.tui.fleet_view import RowKey, row_key
+from ckpt_tui.tui.view.fleet_view import RowKey, row_key
 
 DAY = 86400
 PREVIEW_ROWS = 8

@@ -25,13 +25,13 @@ from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.policy import Plan, PolicyError, plan
 from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
-from ckpt_tui.tui.screens.keep_policy_form import (
+from ckpt_tui.tui.view.keep_policy_form import (
     FormValues,
     metric_choices,
     policy_from_form,
     stored_rows,
 )
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, Rates, total_summary
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview, Rates, total_summary
 from ckpt_tui.tui.widgets.tick_box import TickBox
 from ckpt_tui.words import count_of
 
@@ -65,7 +65,7 @@ def number_input(field_id: str, placeholder: str) -> Input:
     )
 
 
-class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
+class KeepPolicyDialog(ModalScreen[PolicyOutcome | None]):
     """Plan deletions by a keep policy over `runs` (or, toggled, over `all_runs`)."""
 
     DEFAULT_CLASSES = "dialog"

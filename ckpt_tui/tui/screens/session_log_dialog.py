@@ -48,7 +48,7 @@ def log_text(log: SessionLog, now: datetime) -> Text:
     return Text("\n\n").join(entry_text(entry, now) for entry in log.newest_first())
 
 
-class SessionLogScreen(ModalScreen[None]):
+class SessionLogDialog(ModalScreen[None]):
     """A scrollable view of the session log; escape, q or L closes it."""
 
     DEFAULT_CLASSES = "dialog"

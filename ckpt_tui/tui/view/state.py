@@ -27,7 +27,7 @@ from ckpt_tui.catalog.query import (
 )
 from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.sizes import format_total, total
-from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, run_key
+from ckpt_tui.tui.view.fleet_view import FleetCatalog, RunKey, run_key
 
 RunSortKey = Literal["size", "newest", "expiry", "name"]
 RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")

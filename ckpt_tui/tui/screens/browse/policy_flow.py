@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.timekeeping.ttl import format_duration
 from ckpt_tui.tui.fleet_action import FleetAction
-from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, row_key, run_key
 from ckpt_tui.tui.owners import Targets
-from ckpt_tui.tui.screens.changes import Changes
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
+from ckpt_tui.tui.screens.browse.changes import Changes
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
+from ckpt_tui.tui.view.fleet_view import FleetCatalog, RunKey, row_key, run_key
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ async def keep_policy_flow(changes: Changes) -> None:
         return
     runs, label = policy_scope(selection_of(changes), catalog)
     services = changes.services
-    dialog = KeepPolicyScreen(
+    dialog = KeepPolicyDialog(
         runs,
         label,
         services.clock.now(),

@@ -1,6 +1,6 @@
 """What the screens need from the app, declared here so no screen imports the app module.
 
-`CkptApp` provides all of it; it hands itself to the main screen as `Services`.
+`CkptApp` provides all of it; it hands itself to the browse screen as `Services`.
 """
 
 from __future__ import annotations
