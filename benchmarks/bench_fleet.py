@@ -35,7 +35,7 @@ from bench_tui import FrameClock, keystrokes
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.common import connection_to
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
@@ -73,7 +73,7 @@ async def measure(urls: list[str], reps: int, total: int) -> dict[str, float]:
     """One app on `urls` (one backend each): first frame, complete view, keystrokes."""
     FrameClock.reset()
     connections = [
-        connection_to(Backend.remote(url), f"box{number}") for number, url in enumerate(urls, 1)
+        connection_to(Endpoint.remote(url), f"box{number}") for number, url in enumerate(urls, 1)
     ]
     app = CkptApp(connections, LogDirSettings((), None), poll_interval=0, log_check_interval=3600)
     started = 0.0

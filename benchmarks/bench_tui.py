@@ -44,11 +44,11 @@ from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.common import connection_to
-from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
+from ckpt_tui.client import CheckpointClient, Endpoint, Listing, Page
 from ckpt_tui.client.paging import OnPage
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.training.logdirs import Discovery
+from ckpt_tui.training.logdirs import LogDirDiscovery
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable
@@ -131,7 +131,7 @@ PAGE_GAP = 0.01
 class PageSource:
     """Stands in for the REST client: hands out pages as the client's pager would."""
 
-    backend = Backend.remote("http://127.0.0.1:9")  # no project: every run is listed
+    backend = Endpoint.remote("http://127.0.0.1:9")  # no project: every run is listed
 
     def __init__(self, runs: list[TrainingRun], checkpoints: list[Checkpoint]) -> None:
         self.runs, self.checkpoints = runs, checkpoints
@@ -211,7 +211,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     runs, checkpoints = synthetic(count)
     FrameClock.reset()
     app = CkptApp(
-        [connection_to(Backend.local(store), "local")],
+        [connection_to(Endpoint.local(store), "local")],
         LogDirSettings((), None),
         clock=FixedClock(NOW),
         poll_interval=0,
@@ -230,7 +230,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         await pilot.pause(0.2)
         FrameClock.painted.clear()
         start = time.perf_counter()
-        snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
+        snapshot = await joined(runs, checkpoints, LogDirDiscovery([], []), {}, RowCache())
         screen.feed.apply_page(screen.fleet.names[0], snapshot)
         arrival = await FrameClock.since(start)
         screen.warm_up()  # as the app's loader does after the final snapshot

@@ -34,7 +34,7 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.client import paging
-from ckpt_tui.client.endpoint import Backend, check_base_url
+from ckpt_tui.client.endpoint import Endpoint, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,
@@ -146,7 +146,7 @@ class CheckpointClient:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Endpoint,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         timeouts: Timeouts | None = None,

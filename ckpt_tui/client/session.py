@@ -12,7 +12,7 @@ spoken to, `POST /api/v1/client/config`, presenting the key (or, with no key, th
   trades again after about half the JWT's lifetime, a call made near expiry trades first, and
   a call answered 401 with `error="invalid_token"` is replayed once with a fresh JWT.
   `"credential_default_source": "credential_cmd"` makes `$TINKER_CREDENTIAL_CMD` the
-  credential that is traded, run again for each trade (see `Backend.credential`).
+  credential that is traded, run again for each trade (see `Endpoint.credential`).
 
 A start-up that fails is tried again by the next call (in the TUI: `r`). A renewal that fails
 in the background is only noted by the next call that needs the token: it renews on demand,
@@ -34,7 +34,7 @@ import msgspec
 
 from ckpt_tui.api_types import AuthToken, ClientConfig
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV, run_credential_cmd
-from ckpt_tui.client.endpoint import API_KEY_HEADER, Backend, Credential, usable_key
+from ckpt_tui.client.endpoint import API_KEY_HEADER, Credential, Endpoint, usable_key
 from ckpt_tui.client.errors import (
     AuthError,
     BadResponse,
@@ -70,7 +70,7 @@ class Session(httpx.Auth):
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Endpoint,
         control: ControlSend,
         *,
         clock: Callable[[], float] = time.monotonic,

@@ -52,7 +52,7 @@ class BulkAction:
 
     async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:
         """Apply it through the client; one outcome per path, never raising half-way."""
-        change = CHANGES[self.kind]
+        change = CLIENT_CALLS[self.kind]
 
         def one(path: str) -> Awaitable[None]:
             return change(client, self, path)
@@ -83,7 +83,7 @@ class BulkAction:
 
 
 Change = Callable[[CheckpointClient, BulkAction, str], Awaitable[None]]
-CHANGES: dict[ActionKind, Change] = {
+CLIENT_CALLS: dict[ActionKind, Change] = {
     "delete": lambda client, _, path: client.delete_checkpoint(path),
     "publish": lambda client, _, path: client.publish(path),
     "unpublish": lambda client, _, path: client.unpublish(path),

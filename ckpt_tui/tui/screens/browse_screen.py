@@ -33,7 +33,7 @@ from ckpt_tui.tui.commands import (
     bindings,
     change_keys,
 )
-from ckpt_tui.tui.screens.browse.changes import CHANGES, Changes
+from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes
 from ckpt_tui.tui.screens.browse.details import DetailsPane
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
@@ -80,7 +80,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         # Reached only when check_action turns the change itself off (read-only mode).
         *(
             Binding(key, f"say_readonly({verb!r})", show=False)
-            for action, verb in CHANGES.items()
+            for action, verb in CHANGING_ACTIONS.items()
             for key in change_keys([action])
         ),
     ]
@@ -481,7 +481,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         """While the filter box has focus, "/" is a character to type, not the filter key; in
         read-only mode the changes leave the footer, and their keys only say why."""
         readonly = self.services.readonly
-        if action in CHANGES and readonly:
+        if action in CHANGING_ACTIONS and readonly:
             return False
         if action == "say_readonly":
             return readonly

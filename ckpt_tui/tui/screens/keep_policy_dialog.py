@@ -22,12 +22,12 @@ from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.catalog.join import metric_choices, metric_keys
 from ckpt_tui.policy import Plan, PolicyError, plan
 from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
 from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.tui.view.keep_policy_form import (
     FormValues,
-    metric_choices,
     policy_from_form,
     stored_rows,
 )
@@ -189,7 +189,7 @@ class KeepPolicyDialog(ModalScreen[PolicyOutcome | None]):
         self.query_one("#kp-scope", Static).update(scope)
         select = self.query_one("#kp-metric", Select)
         current = select.selection
-        keys = metric_choices(self.rows)
+        keys = metric_choices(metric_keys(run.stored_rows) for run in runs)
         select.set_options((key, key) for key in keys)
         if keys:
             select.value = current if current in keys else keys[0]

@@ -36,7 +36,7 @@ from ckpt_tui.tui.view.state import BrowseState, SortedRows, visible_rows
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
-CHANGES = {
+CHANGING_ACTIONS = {
     "publish": "publishing",
     "ttl": "changing TTLs",
     "delete": "deleting",

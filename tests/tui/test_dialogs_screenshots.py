@@ -1,4 +1,4 @@
-"""Snapshots of each dialog at fixed times (look at the SVGs when they change)."""
+"""SVG screenshots of each dialog at fixed times (look at the SVGs when they change)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.support.dialogs import (
     rows_of,
     sample_log,
 )
-from tests.support.snapshots import SnapCompare, pressing
+from tests.support.screenshots import SnapCompare, pressing
 
 
 def mixed_rows() -> list[CheckpointRow]:
