@@ -27,12 +27,12 @@ from textual.pilot import Pilot  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
+from ckpt_tui.backends.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog  # noqa: E402
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog  # noqa: E402
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog  # noqa: E402
-from ckpt_tui.tui.view.fleet_view import row_key, run_key  # noqa: E402
 from tests.support.faulty_app import FaultyApp  # noqa: E402
 from tests.support.tui import (  # noqa: E402
     checkpoints,

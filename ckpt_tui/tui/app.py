@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input
 
+from ckpt_tui.actions.session_log import SessionLog, state_log_file
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import CheckpointClient
@@ -21,7 +22,6 @@ from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.quit_dialog import QuitDialog
-from ckpt_tui.tui.session_log import SessionLog, state_log_file
 
 STYLESHEET = Path(__file__).with_name("app.tcss")
 """The one stylesheet: every screen's and dialog's rules."""

@@ -16,6 +16,7 @@ from textual.app import App
 from textual.pilot import Pilot
 
 from ckpt_tui.backends import Backend, Connection
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
@@ -26,7 +27,6 @@ from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
-from ckpt_tui.tui.view.fleet_view import row_key
 from ckpt_tui.tui.view.groups import RunsEntry
 from ckpt_tui.tui.widgets import FastTable
 

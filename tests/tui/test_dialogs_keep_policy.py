@@ -9,9 +9,10 @@ from textual.widgets import Button, Checkbox, Input, Select
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.catalog.join import metric_choices
 from ckpt_tui.policy import KeepPolicy, PolicyError, plan
+from ckpt_tui.policy.form import FormValues, policy_from_form
+from ckpt_tui.policy.totals import run_summary, total_summary
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
-from ckpt_tui.tui.view.keep_policy_form import FormValues, policy_from_form
-from ckpt_tui.tui.widgets.plan_preview import PlanPreview, run_summary, total_summary
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from tests.support.dialogs import NOW, DialogApp, static_text
 from tests.support.keep_policy_dialog import dialog_app, policy_runs
 

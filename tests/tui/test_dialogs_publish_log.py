@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ckpt_tui.actions.session_log import SessionLog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
-from ckpt_tui.tui.session_log import SessionLog
 from tests.support.dialogs import (
     BACKEND,
     NOW,

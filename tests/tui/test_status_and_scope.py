@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ckpt_tui.api_types import TrainingRun
 from ckpt_tui.backends import Backend, BackendState, Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import LogDirDiscovery
 from ckpt_tui.tui.screens.browse.policy_flow import Selection, policy_scope
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.tui.view.status import StatusFacts, badge, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
 

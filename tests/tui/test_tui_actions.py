@@ -7,13 +7,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_bytes
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
-from ckpt_tui.tui.view.fleet_view import row_key
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (

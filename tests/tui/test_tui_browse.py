@@ -8,12 +8,12 @@ from datetime import timedelta
 from textual import events
 from textual.message import Message
 
+from ckpt_tui.backends.fleet_view import run_key
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.help_dialog import HelpDialog, help_sections
-from ckpt_tui.tui.view.fleet_view import run_key
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (

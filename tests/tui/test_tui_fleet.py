@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.client import Endpoint
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.view.fleet_view import row_key
 from ckpt_tui.tui.view.groups import BackendGroup
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp

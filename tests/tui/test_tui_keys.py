@@ -10,6 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from ckpt_tui.backends.fleet_view import row_key, run_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.tui.app import CkptApp
@@ -18,7 +19,6 @@ from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.quit_dialog import QuitDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
-from ckpt_tui.tui.view.fleet_view import row_key, run_key
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (

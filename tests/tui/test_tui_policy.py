@@ -8,6 +8,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input, Static
 
+from ckpt_tui.backends.fleet_view import row_key, run_key
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.cli import main
 from ckpt_tui.policy import KeepPolicy, Plan, plan
@@ -16,7 +17,6 @@ from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog
-from ckpt_tui.tui.view.fleet_view import row_key, run_key
 from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from tests.support.demo_fixture import ServedDemo
 from tests.support.dialogs import shown_text

@@ -23,6 +23,7 @@ from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import KEY_REFUSED
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key, run_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import VIEWS, Sort
 from ckpt_tui.catalog.row_cache import RowCache
@@ -48,7 +49,6 @@ from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.browse.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.screens.browse.status_lines import HeaderLine, StatusLine
 from ckpt_tui.tui.view import render
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RowKey, row_key, run_key
 from ckpt_tui.tui.view.groups import BackendGroup, RunsEntry, entry_cells
 from ckpt_tui.tui.view.state import BrowseState, RunSort, SortedRows, next_metric
 from ckpt_tui.tui.view.status import BackendProgress, StatusFacts, failed_text, marked_text

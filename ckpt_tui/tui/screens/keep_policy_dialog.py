@@ -21,17 +21,18 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import metric_choices, metric_keys
 from ckpt_tui.policy import Plan, PolicyError, plan
-from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
-from ckpt_tui.tui.view.keep_policy_form import (
+from ckpt_tui.policy.form import (
     FormValues,
     policy_from_form,
     stored_rows,
 )
-from ckpt_tui.tui.widgets.plan_preview import PlanPreview, Rates, total_summary
+from ckpt_tui.policy.totals import Rates, total_summary
+from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from ckpt_tui.tui.widgets.tick_box import TickBox
 from ckpt_tui.words import count_of
 

@@ -12,8 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ckpt_tui.actions.session_log import LogEntry, SessionLog
 from ckpt_tui.timekeeping.ttl import format_created
-from ckpt_tui.tui.session_log import LogEntry, SessionLog
 from ckpt_tui.tui.widgets.fitted_line import FittedLine
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Literal
 
+from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, run_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import metric_choices
 from ckpt_tui.catalog.query import (
@@ -27,7 +28,6 @@ from ckpt_tui.catalog.query import (
 )
 from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.sizes import format_total, total
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RunKey, run_key
 
 RunSortKey = Literal["size", "newest", "expiry", "name"]
 RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")

@@ -17,21 +17,21 @@ from datetime import datetime
 from functools import partial
 from typing import Protocol
 
+from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
+from ckpt_tui.actions.fleet_action import FleetAction
+from ckpt_tui.actions.owners import Targets, refusal
+from ckpt_tui.actions.session_log import LogEntry, LogItem
 from ckpt_tui.backends import Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
-from ckpt_tui.tui.fleet_action import FleetAction
-from ckpt_tui.tui.owners import Targets, refusal
 from ckpt_tui.tui.screens.browse.host import ScreenHost
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
 from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
-from ckpt_tui.tui.session_log import LogEntry, LogItem
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RowKey, row_key
 from ckpt_tui.tui.view.state import BrowseState, SortedRows, visible_rows
 
 PATCH_EVERY = 0.3

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from ckpt_tui.actions.fleet_action import FleetAction
+from ckpt_tui.actions.owners import Targets
+from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, row_key, run_key
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.timekeeping.ttl import format_duration
-from ckpt_tui.tui.fleet_action import FleetAction
-from ckpt_tui.tui.owners import Targets
 from ckpt_tui.tui.screens.browse.changes import Changes
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RunKey, row_key, run_key
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,18 @@ from typing import Protocol
 
 from ckpt_tui.backends import BackendState, Connection, Fleet
 from ckpt_tui.backends.fleet import UNREACHABLE, ErrorKind
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
 from ckpt_tui.backends.identity import one_store_message, store_id_of
 from ckpt_tui.backends.load import error_kind, failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
+from ckpt_tui.catalog.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
 from ckpt_tui.tui.screens.browse.host import ScreenHost
 from ckpt_tui.tui.screens.browse.services import Services
-from ckpt_tui.tui.view.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
 from ckpt_tui.tui.view.groups import RunsEntry
-from ckpt_tui.tui.view.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.tui.view.state import BrowseState
 from ckpt_tui.tui.view.status import BackendProgress, failed_text
 from ckpt_tui.tui.widgets import FastTable

@@ -11,8 +11,8 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from ckpt_tui.backends import Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog
 from ckpt_tui.tui.screens.browse.services import Services
-from ckpt_tui.tui.view.fleet_view import FleetCatalog
 from ckpt_tui.tui.view.status import StatusFacts, fleet_header, header_text, status_text
 
 

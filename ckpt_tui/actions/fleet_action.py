@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ckpt_tui.actions.bulk_action import VERBS, ActionKind, BulkAction
+from ckpt_tui.backends.fleet_view import RowKey
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.client import CheckpointClient, Outcome
-from ckpt_tui.tui.bulk_action import VERBS, ActionKind, BulkAction
-from ckpt_tui.tui.view.fleet_view import RowKey
 
 FleetProgress = Callable[[str, Outcome], None]
 """Called as `on_progress(backend, outcome)` after each item."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
-from ckpt_tui.policy import KeepPolicy, PolicyError
+from ckpt_tui.policy.rules import KeepPolicy, PolicyError
 from ckpt_tui.timekeeping.dates import DateError, parse_instant
 
 
