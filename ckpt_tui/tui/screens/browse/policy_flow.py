@@ -91,11 +91,13 @@ async def keep_policy_flow(changes: Changes) -> None:
     )
     outcome = await host.app.push_screen_wait(dialog)
     if outcome is not None:
-        await carry_out(changes, outcome)
+        await start_plan(changes, outcome)
 
 
-async def carry_out(changes: Changes, outcome: PolicyOutcome) -> None:
-    """Each backend's part to its owner; a read-only backend's part is left out, and said so."""
+async def start_plan(changes: Changes, outcome: PolicyOutcome) -> None:
+    """Each backend's part to its owner; a read-only backend's part is left out, and said so.
+    The deletions run as one `FleetAction`, as `prune`'s do (`ckpt_tui.actions.keep_policy`),
+    once the delete dialog has confirmed them."""
     targets = Targets.split(outcome.plan.to_delete, changes.services.connections)
     rows = targets.rows
     if not rows:
