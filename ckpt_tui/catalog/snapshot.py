@@ -188,11 +188,11 @@ async def load_snapshot(
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
     # What the user deleted through ckpt-tui before is gone on purpose, not "missing".
     deletions_task = asyncio.ensure_future(
-        asyncio.to_thread(settings.deleted_on, client.backend.display_url)
+        asyncio.to_thread(settings.deleted_on, client.endpoint.display_url)
     )
     # Runs and checkpoint pages are read side by side: each list waits on the network.
     runs_task = asyncio.ensure_future(
-        client.read_all_training_runs(project_id=client.backend.project)
+        client.read_all_training_runs(project_id=client.endpoint.project)
     )
     in_project: InProject | None = None
     checkpoints: list[Checkpoint] = []
@@ -202,7 +202,7 @@ async def load_snapshot(
     async def project_filter() -> InProject | None:
         """With --project, the filter its runs make (waiting for them once)."""
         nonlocal in_project
-        if in_project is None and client.backend.project is not None:
+        if in_project is None and client.endpoint.project is not None:
             in_project = InProject((await runs_task).items)
         return in_project
 

@@ -19,7 +19,7 @@ async def test_local_mode_serves_a_store_in_process(tmp_path: Path, clock: Fixed
     made = seed_store(local, runs=2, per_run=3)
     local.close()
     async with await open_client(Endpoint.local(root)) as client:
-        assert client.backend.describe() == f"local store {root}"
+        assert client.endpoint.describe() == f"local store {root}"
         listed = await client.list_all_checkpoints(page_size=4)
         assert [c.tinker_path for c in listed] == [path_of(p) for p in reversed(made)]
         await client.delete_checkpoint(listed[0])

@@ -384,7 +384,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         if self.several or catalog is None or catalog.runs or self.feed.first_loads():
             return None
         client = self.services.client(self.fleet.names[0])
-        return client.backend.nothing_found()
+        return client.endpoint.nothing_found()
 
     # --- the changes ---------------------------------------------------------------------------
     @work(group="bulk", description="apply an action")

@@ -57,7 +57,7 @@ class HeaderLine(Static):
             services.clock.now(),
             state.rate if state is not None else None,
             self.size.width,
-            client.backend.short_name(),
+            client.endpoint.short_name(),
             readonly=services.readonly,
             partial=state is not None and bool(state.snapshot and state.snapshot.incomplete),
         )
