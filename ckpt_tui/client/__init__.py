@@ -16,7 +16,7 @@ from ckpt_tui.client.client import (
 from ckpt_tui.client.endpoint import (
     API_KEY_HEADER,
     DEFAULT_BASE_URL,
-    Backend,
+    Endpoint,
     read_default_key,
     resolve_backend,
 )
@@ -50,7 +50,6 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "ApiError",
     "AuthError",
-    "Backend",
     "BadRequestError",
     "BadResponse",
     "BulkProgress",
@@ -60,6 +59,7 @@ __all__ = [
     "ConflictError",
     "ConnectionFailed",
     "CredentialsError",
+    "Endpoint",
     "ForbiddenError",
     "IncompleteListError",
     "InsufficientStorageError",
