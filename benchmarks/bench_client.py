@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_server import write_store
 
 from ckpt_tui.api_types import Checkpoint
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.client.client import PAGE_CONCURRENCY
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
@@ -68,7 +68,7 @@ async def load_concurrently(
 async def time_both(url: str, args: argparse.Namespace) -> tuple[list[float], list[float]]:
     sequential: list[float] = []
     concurrent: list[float] = []
-    async with CheckpointClient(Backend.remote(url)) as client:
+    async with CheckpointClient(Endpoint.remote(url)) as client:
         expected = (await client.list_checkpoints(1, 0)).total
         start = time.perf_counter()
         await load_concurrently(client, args.page_size, args.concurrency)

@@ -35,10 +35,10 @@ from bench_tui import FrameClock, keystrokes
 
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.common import connection_to
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 
 PER_RUN = 100
 SETUPS = {"four": 4, "one": 1}
@@ -73,32 +73,32 @@ async def measure(urls: list[str], reps: int, total: int) -> dict[str, float]:
     """One app on `urls` (one backend each): first frame, complete view, keystrokes."""
     FrameClock.reset()
     connections = [
-        connection_to(Backend.remote(url), f"box{number}") for number, url in enumerate(urls, 1)
+        connection_to(Endpoint.remote(url), f"box{number}") for number, url in enumerate(urls, 1)
     ]
     app = CkptApp(connections, LogDirSettings((), None), poll_interval=0, log_check_interval=3600)
     started = 0.0
-    original_load = MainScreen.load
+    original_load = BrowseScreen.load
 
-    def timed_load(screen: MainScreen) -> None:
+    def timed_load(screen: BrowseScreen) -> None:
         nonlocal started
         started = time.perf_counter()
         original_load(screen)
 
-    setattr(MainScreen, "load", timed_load)  # noqa: B010 - a timing hook, undone below
+    setattr(BrowseScreen, "load", timed_load)  # noqa: B010 - a timing hook, undone below
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             screen = app.screen
-            assert isinstance(screen, MainScreen)
+            assert isinstance(screen, BrowseScreen)
             await pilot.press("2")  # every backend's checkpoints in one table
             first, complete = await watch_frames(screen, started, total)
             await app.workers.wait_for_complete()  # the sorting ahead of the keys
             keys = await keystrokes(pilot, reps)
     finally:
-        setattr(MainScreen, "load", original_load)  # noqa: B010
+        setattr(BrowseScreen, "load", original_load)  # noqa: B010
     return {"first frame": first, "complete": complete, **keys}
 
 
-async def watch_frames(screen: MainScreen, started: float, total: int) -> tuple[float, float]:
+async def watch_frames(screen: BrowseScreen, started: float, total: int) -> tuple[float, float]:
     """Milliseconds from `started` to the first frame that shows rows, and to the moment all
     `total` rows are on screen with every backend whole (the later of the first frame that
     shows them all, and the last backend's load ending)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.common import connection_to
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.tui.app import CkptApp
 
 
@@ -62,7 +62,7 @@ def served(store: Path) -> Iterator[str]:
 async def measure(url: str, refreshes: int) -> list[float]:
     """Resident MiB after the first load and after each refresh."""
     app = CkptApp(
-        [connection_to(Backend.remote(url), "server")], LogDirSettings((), None), poll_interval=0
+        [connection_to(Endpoint.remote(url), "server")], LogDirSettings((), None), poll_interval=0
     )
     figures = []
     async with app.run_test(size=(120, 36)) as pilot:

@@ -44,13 +44,13 @@ from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import LogDirSettings, Snapshot, joined, load_snapshot
 from ckpt_tui.cli.allocator import map_big_blocks
 from ckpt_tui.cli.common import connection_to
-from ckpt_tui.client import Backend, CheckpointClient, Listing, Page
+from ckpt_tui.client import CheckpointClient, Endpoint, Listing, Page
 from ckpt_tui.client.paging import OnPage
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.training.logdirs import Discovery
+from ckpt_tui.training.logdirs import LogDirDiscovery
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -131,7 +131,7 @@ PAGE_GAP = 0.01
 class PageSource:
     """Stands in for the REST client: hands out pages as the client's pager would."""
 
-    backend = Backend.remote("http://127.0.0.1:9")  # no project: every run is listed
+    backend = Endpoint.remote("http://127.0.0.1:9")  # no project: every run is listed
 
     def __init__(self, runs: list[TrainingRun], checkpoints: list[Checkpoint]) -> None:
         self.runs, self.checkpoints = runs, checkpoints
@@ -164,7 +164,7 @@ class PageSource:
         return WeightsInfo("Qwen/Qwen3-8B", True, 32)
 
 
-async def paged_arrival(screen: MainScreen, source: PageSource) -> tuple[float, float]:
+async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float, float]:
     """Milliseconds from the first page to rows on screen, and from the last page to the end."""
     first_shown = asyncio.Event()
 
@@ -211,7 +211,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     runs, checkpoints = synthetic(count)
     FrameClock.reset()
     app = CkptApp(
-        [connection_to(Backend.local(store), "local")],
+        [connection_to(Endpoint.local(store), "local")],
         LogDirSettings((), None),
         clock=FixedClock(NOW),
         poll_interval=0,
@@ -220,7 +220,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()
         screen = app.screen
-        assert isinstance(screen, MainScreen)
+        assert isinstance(screen, BrowseScreen)
         await pilot.press("2")
         await pilot.pause(0.1)
         FrameClock.painted = asyncio.Event()
@@ -230,7 +230,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         await pilot.pause(0.2)
         FrameClock.painted.clear()
         start = time.perf_counter()
-        snapshot = await joined(runs, checkpoints, Discovery([], []), {}, RowCache())
+        snapshot = await joined(runs, checkpoints, LogDirDiscovery([], []), {}, RowCache())
         screen.feed.apply_page(screen.fleet.names[0], snapshot)
         arrival = await FrameClock.since(start)
         screen.warm_up()  # as the app's loader does after the final snapshot

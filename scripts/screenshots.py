@@ -27,11 +27,11 @@ from textual.pilot import Pilot  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
+from ckpt_tui.backends.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
-from ckpt_tui.tui.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog  # noqa: E402
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen  # noqa: E402
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog  # noqa: E402
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog  # noqa: E402
 from tests.support.faulty_app import FaultyApp  # noqa: E402
 from tests.support.tui import (  # noqa: E402
@@ -164,7 +164,7 @@ def shown_rows(app: CkptApp) -> list[CheckpointRow]:
 async def keep_policy(pilot: Pilot[None]) -> None:
     await show_run(pilot, "sl/llama-8b-tulu3")
     await pilot.press("K")
-    await wait_for_dialog(pilot, KeepPolicyScreen)
+    await wait_for_dialog(pilot, KeepPolicyDialog)
     await pilot.press("2")
     await pilot.pause(0.5)  # the preview follows the typed number after a short debounce
     await pilot.pause()

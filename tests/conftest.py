@@ -19,11 +19,12 @@ from tests.support.live_server import bind_loopback_socket, run_server
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every SVG snapshot test (one that takes `snap_compare`) `svg_snapshot`, so that a
-    run can leave them out by marker: `.ci/run`'s run on a second Python does."""
+    """Mark every SVG screenshot test (one that takes `snap_compare`) `svg_screenshot`, so that a
+    run can leave them out by marker (`-m 'not svg_screenshot'`, e.g. on a terminal font setup
+    whose screens are not the reference ones)."""
     for item in items:
         if "snap_compare" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.svg_snapshot)
+            item.add_marker(pytest.mark.svg_screenshot)
 
 
 @pytest.fixture(autouse=True)

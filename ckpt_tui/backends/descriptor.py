@@ -48,7 +48,7 @@ class Backend(msgspec.Struct, frozen=True):
     """One backend the user opened, by its unique, user-facing name ("tinker", "box1").
 
     Only the description: the key and the client live elsewhere (a `Connection` pairs this
-    with the client that talks to it; `ckpt_tui.client.Backend` is the resolved URL and
+    with the client that talks to it; `ckpt_tui.client.Endpoint` is the resolved URL and
     credential that client uses).
     """
 

@@ -211,7 +211,7 @@ async def probe(connection: Connection) -> Status:
         start = time.perf_counter()
         checkpoints = await client.list_checkpoints(limit=1)
         latency = time.perf_counter() - start
-        runs = await client.list_training_runs(limit=1, project_id=client.backend.project)
+        runs = await client.list_training_runs(limit=1, project_id=client.endpoint.project)
     except ClientError as exc:
         described = client.describe()
         return Status(backend, described, failure_text(exc), error_kind=error_kind(exc))

@@ -35,8 +35,7 @@ from ckpt_tui.backends.identity import (
     place_key,
     same_place_message,
 )
-from ckpt_tui.client import Backend as Endpoint
-from ckpt_tui.client import CredentialsError, InvalidUrlError, resolve_backend
+from ckpt_tui.client import CredentialsError, Endpoint, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret
 

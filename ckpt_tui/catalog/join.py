@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 
@@ -161,6 +162,17 @@ def metric_keys(rows: Sequence[CheckpointRow]) -> list[str]:
         if row.ref is None and row.metrics:
             keys.update(row.metrics)
     return list(keys)
+
+
+def metric_choices(key_lists: Iterable[Sequence[str]]) -> list[str]:
+    """The metric keys to choose from, in one order for every choice (the browse screen's
+    metric column, the keep policy's ranking): the keys the most lists (runs) put first,
+    then the rest in order of first appearance."""
+    lists = [keys for keys in key_lists if keys]
+    ordered = [key for key, _ in Counter(keys[0] for keys in lists).most_common()]
+    for keys in lists:
+        ordered += [key for key in keys if key not in ordered]
+    return ordered
 
 
 def build_catalog(

@@ -17,7 +17,7 @@ from ckpt_tui.catalog.actions_log import read_deleted_paths, state_log_file
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import Page, unique_by
-from ckpt_tui.training.logdirs import Discovery, LogDir, default_runs_root, discover_log_dirs
+from ckpt_tui.training.logdirs import LogDir, LogDirDiscovery, default_runs_root, discover_log_dirs
 from ckpt_tui.training.records import record_paths
 
 Progress = Callable[[int, int], None]
@@ -58,7 +58,7 @@ class LogDirSettings(msgspec.Struct, frozen=True, gc=False):
             "TINKER_COOKBOOK_RUNS_DIR to join checkpoints with their checkpoints.jsonl"
         )
 
-    def discover(self) -> Discovery:
+    def discover(self) -> LogDirDiscovery:
         """Scan for log dirs (blocking file I/O: run it in a thread from async code)."""
         return discover_log_dirs(list(self.explicit), self.runs_root)
 
@@ -71,7 +71,7 @@ class Snapshot(msgspec.Struct, frozen=True, weakref=True):
     """
 
     runs: list[TrainingRun]
-    discovery: Discovery
+    discovery: LogDirDiscovery
     weights_info: dict[str, WeightsInfo]
     catalog: Catalog
     incomplete: str = ""
@@ -85,7 +85,7 @@ class Snapshot(msgspec.Struct, frozen=True, weakref=True):
         cls,
         runs: list[TrainingRun],
         checkpoints: list[Checkpoint],
-        discovery: Discovery,
+        discovery: LogDirDiscovery,
         weights_info: dict[str, WeightsInfo] | None = None,
         cache: RowCache | None = None,
         incomplete: str = "",
@@ -188,11 +188,11 @@ async def load_snapshot(
     discovery_task = asyncio.ensure_future(asyncio.to_thread(settings.discover))
     # What the user deleted through ckpt-tui before is gone on purpose, not "missing".
     deletions_task = asyncio.ensure_future(
-        asyncio.to_thread(settings.deleted_on, client.backend.display_url)
+        asyncio.to_thread(settings.deleted_on, client.endpoint.display_url)
     )
     # Runs and checkpoint pages are read side by side: each list waits on the network.
     runs_task = asyncio.ensure_future(
-        client.read_all_training_runs(project_id=client.backend.project)
+        client.read_all_training_runs(project_id=client.endpoint.project)
     )
     in_project: InProject | None = None
     checkpoints: list[Checkpoint] = []
@@ -202,7 +202,7 @@ async def load_snapshot(
     async def project_filter() -> InProject | None:
         """With --project, the filter its runs make (waiting for them once)."""
         nonlocal in_project
-        if in_project is None and client.backend.project is not None:
+        if in_project is None and client.endpoint.project is not None:
             in_project = InProject((await runs_task).items)
         return in_project
 
@@ -221,7 +221,9 @@ async def load_snapshot(
         if deletions_task.done():
             cache.deleted_here.update(deletions_task.result())
         if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
-            discovery = discovery_task.result() if discovery_task.done() else Discovery([], [])
+            discovery = (
+                discovery_task.result() if discovery_task.done() else LogDirDiscovery([], [])
+            )
             discovery = logs_of(discovery, runs, only, own_logs_only)
             on_partial(await joined(runs, checkpoints, discovery, {}, cache))
             last_partial = time.monotonic()
@@ -253,8 +255,8 @@ async def load_snapshot(
 
 
 def logs_of(
-    found: Discovery, runs: Sequence[TrainingRun], only: InProject | None, own_logs_only: bool
-) -> Discovery:
+    found: LogDirDiscovery, runs: Sequence[TrainingRun], only: InProject | None, own_logs_only: bool
+) -> LogDirDiscovery:
     """The log dirs that join a backend: its project's (`only`), or with `own_logs_only` the
     ones that name one of its `runs`; else every one found."""
     if only is not None:
@@ -272,9 +274,9 @@ class InProject:
     def checkpoints(self, items: Sequence[Checkpoint]) -> list[Checkpoint]:
         return [checkpoint for checkpoint in items if checkpoint.run_id in self.run_ids]
 
-    def discovery(self, found: Discovery) -> Discovery:
+    def discovery(self, found: LogDirDiscovery) -> LogDirDiscovery:
         kept = [log_dir for log_dir in found.log_dirs if self.names_a_run(log_dir)]
-        return Discovery(kept, found.problems)
+        return LogDirDiscovery(kept, found.problems)
 
     def names_a_run(self, log_dir: LogDir) -> bool:
         records = log_dir.records_file.records if log_dir.records_file else []
@@ -289,7 +291,7 @@ class InProject:
 async def joined(
     runs: list[TrainingRun],
     checkpoints: list[Checkpoint],
-    discovery: Discovery,
+    discovery: LogDirDiscovery,
     infos: dict[str, WeightsInfo],
     cache: RowCache,
 ) -> Snapshot:

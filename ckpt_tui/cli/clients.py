@@ -16,8 +16,8 @@ import httpx
 
 from ckpt_tui.client import (
     DEFAULT_MAX_IN_FLIGHT,
-    Backend,
     CheckpointClient,
+    Endpoint,
     LocalStoreFailed,
     RetryPolicy,
     Timeouts,
@@ -25,7 +25,7 @@ from ckpt_tui.client import (
 
 
 async def open_client(
-    backend: Backend,
+    backend: Endpoint,
     *,
     readonly: bool = False,
     timeouts: Timeouts | None = None,
@@ -42,7 +42,7 @@ async def open_client(
 
 
 def client_for(
-    backend: Backend,
+    backend: Endpoint,
     *,
     readonly: bool = False,
     timeouts: Timeouts | None = None,
@@ -57,7 +57,7 @@ def client_for(
 
 
 def _client(
-    backend: Backend,
+    backend: Endpoint,
     local: tuple[httpx.AsyncBaseTransport, Callable[[], None]] | None,
     readonly: bool,
     timeouts: Timeouts | None,

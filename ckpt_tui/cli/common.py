@@ -20,8 +20,7 @@ from ckpt_tui.backends.load import describe_client_error, failure_text
 from ckpt_tui.backends.resolve import TINKER, Setup, SetupError, Wanted, resolve, split_named
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
-from ckpt_tui.client import Backend as Endpoint
-from ckpt_tui.client import CheckpointClient, ClientError
+from ckpt_tui.client import CheckpointClient, ClientError, Endpoint
 from ckpt_tui.cost import RateError, resolve_storage_rate
 
 NO_BACKEND_MESSAGE = """\

@@ -13,7 +13,7 @@ from ckpt_tui.catalog.actions_log import state_log_file
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import allocator, options
 from ckpt_tui.cli.common import connection_to, fail
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.timekeeping.clock import clock_from_environ
 
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None, actions_log=state_log_file())
     connections = [
-        connection_to(Backend.local(folder), name, readonly=args.readonly, storage_rate=rate)
+        connection_to(Endpoint.local(folder), name, readonly=args.readonly, storage_rate=rate)
         for name, folder in demo_backends(paths)
     ]
     app = CkptApp(connections, settings, clock=clock, poll_interval=args.poll)

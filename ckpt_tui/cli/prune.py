@@ -10,7 +10,6 @@ it would delete every unprotected checkpoint, which needs an explicit
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -19,6 +18,9 @@ from typing import Any
 
 import msgspec
 
+from ckpt_tui.actions.bulk_action import summary_text
+from ckpt_tui.actions.fleet_action import FleetProgress
+from ckpt_tui.actions.keep_policy import carry_out
 from ckpt_tui.backends import BackendState, Fleet
 from ckpt_tui.backends.identity import one_store_problem
 from ckpt_tui.backends.load import load_fleet
@@ -39,7 +41,7 @@ from ckpt_tui.cli.documents.prune_plan import (
     write_plan_json,
 )
 from ckpt_tui.cli.progress import ProgressLine, progress_line
-from ckpt_tui.client import BulkProgress, CheckpointClient, Outcome, run_bulk
+from ckpt_tui.client import Outcome
 from ckpt_tui.policy import KeepPolicy, PolicyError
 from ckpt_tui.policy.fleet_plan import Part, plan_fleet
 from ckpt_tui.timekeeping.clock import Clock, clock_from_environ
@@ -217,10 +219,8 @@ async def prune(
             clients = {connection.name: connection.client for connection in connections}
             total = sum(part.delete_count for part in parts if not part.refused)
             line = progress_for(total) if progress_for is not None else None
-            counted = counter(line)
             try:
-                deletes = (carry_out(p, clients[p.name], counted) for p in parts)
-                parts = list(await asyncio.gather(*deletes))
+                parts = await carry_out(parts, clients.__getitem__, counter(line))
             finally:
                 if line is not None:
                     line.finish()
@@ -241,9 +241,7 @@ def log_deletions(
             continue
         runs = {row.tinker_path: row.run_name for row in part.plan.to_delete}
         items = [LogItem(o.target, runs.get(o.target, "?"), o.ok, o.message) for o in part.outcomes]
-        deleted = sum(item.ok for item in items)
-        failed = f"; {len(items) - deleted} failed" if deleted < len(items) else ""
-        summary = f"Deleted {deleted} of {len(items)}{failed} · prune"
+        summary = f"{summary_text('delete', sum(item.ok for item in items), len(items))} · prune"
         entry = LogEntry(now, "delete", summary, items, backends[part.name])
         problem = append_entry(file, entry)
         if problem is not None:
@@ -251,32 +249,18 @@ def log_deletions(
     return problems
 
 
-def counter(line: ProgressLine | None) -> BulkProgress | None:
+def counter(line: ProgressLine | None) -> FleetProgress | None:
     """One count over every backend's deletes, shown on `line`."""
     if line is None:
         return None
     done = 0
 
-    def count(_done: int, _total: int, _outcome: Outcome) -> None:
+    def count(_backend: str, _outcome: Outcome) -> None:
         nonlocal done
         done += 1
         line.update(done)
 
     return count
-
-
-async def carry_out(
-    part: Part, client: CheckpointClient, on_progress: BulkProgress | None = None
-) -> Part:
-    """Delete a part's planned rows through its own client (none when refused)."""
-    if part.plan is None or part.refused:
-        return part
-    targets = [row.tinker_path for row in part.plan.to_delete]
-    if not targets:
-        return part.done([])
-    # as many workers as the ceiling: the client's pace decides how many are sent at once
-    workers = client.pace.ceiling
-    return part.done(await run_bulk(targets, client.delete_checkpoint, workers, on_progress))
 
 
 def only_one_not_whole(state: BackendState) -> str:

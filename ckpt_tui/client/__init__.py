@@ -16,7 +16,7 @@ from ckpt_tui.client.client import (
 from ckpt_tui.client.endpoint import (
     API_KEY_HEADER,
     DEFAULT_BASE_URL,
-    Backend,
+    Endpoint,
     read_default_key,
     resolve_backend,
 )
@@ -52,7 +52,6 @@ __all__ = [
     "NOT_TRIED",
     "ApiError",
     "AuthError",
-    "Backend",
     "BadRequestError",
     "BadResponse",
     "BulkProgress",
@@ -62,6 +61,7 @@ __all__ = [
     "ConflictError",
     "ConnectionFailed",
     "CredentialsError",
+    "Endpoint",
     "ForbiddenError",
     "IncompleteListError",
     "InsufficientStorageError",

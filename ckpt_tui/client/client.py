@@ -34,7 +34,7 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.client import paging
-from ckpt_tui.client.endpoint import Backend, check_base_url
+from ckpt_tui.client.endpoint import Endpoint, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
     BadResponse,
@@ -131,7 +131,7 @@ def _checkpoint_route(path: TinkerPath, suffix: str = "") -> str:
 
 
 class CheckpointClient:
-    """Talks to one backend. Use as `async with CheckpointClient(backend) as client:`.
+    """Talks to one backend. Use as `async with CheckpointClient(endpoint) as client:`.
 
     `transport` replaces the network (e.g. `httpx.ASGITransport(app=...)`); a local backend
     needs one: the command line builds it (`ckpt_tui.cli.clients.open_client`), so the client
@@ -146,7 +146,7 @@ class CheckpointClient:
 
     def __init__(
         self,
-        backend: Backend,
+        endpoint: Endpoint,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         timeouts: Timeouts | None = None,
@@ -156,29 +156,29 @@ class CheckpointClient:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         pace: Pace | None = None,
     ) -> None:
-        self.backend = backend
+        self.endpoint = endpoint
         self.retry = retry or RetryPolicy()
         self.pace = pace or Pace(max_in_flight, sleep=self.retry.sleep)
         """How many changes are sent at once: adapted to this backend, at most its ceiling."""
         self.readonly = readonly
         self._on_close = on_close
-        if transport is None and backend.local_store is not None:
+        if transport is None and endpoint.local_store is not None:
             raise ValueError(
-                f"{backend.describe()}: a local store needs a transport "
+                f"{endpoint.describe()}: a local store needs a transport "
                 "(ckpt_tui.cli.clients.open_client builds it)"
             )
         if transport is None:
-            check_base_url(backend.base_url)
-        self.session = Session(backend, self._send_start_up)
+            check_base_url(endpoint.base_url)
+        self.session = Session(endpoint, self._send_start_up)
         self._timeouts = timeouts or Timeouts()
         self._transport = transport
         self._http = httpx.AsyncClient(
-            base_url=backend.base_url,
+            base_url=endpoint.base_url,
             headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=(timeouts or Timeouts()).to_httpx(),
             transport=transport,
             auth=self.session,
-            verify=tls_verification(backend.base_url),
+            verify=tls_verification(endpoint.base_url),
         )
 
     async def __aenter__(self) -> CheckpointClient:
@@ -207,13 +207,13 @@ class CheckpointClient:
     # --- plumbing ----------------------------------------------------------------------------
     @property
     def _target(self) -> Target:
-        return Target(self.backend.display_url, lambda: self.session.credential_description)
+        return Target(self.endpoint.display_url, lambda: self.session.credential_description)
 
     async def _send(self, call: Call) -> httpx.Response:
         return await send_with_retries(self._http, call, self.retry, self._target)
 
     async def _send_start_up(self, call: Call, credential: str | None) -> httpx.Response:
-        target = Target(self.backend.display_url, lambda: credential)
+        target = Target(self.endpoint.display_url, lambda: credential)
         return await send_with_retries(self._http, call, self.retry, target)
 
     async def _change(self, call: Call) -> httpx.Response:
@@ -228,7 +228,7 @@ class CheckpointClient:
     async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
         """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""
         response = await self._send(call)
-        return decoded(response, decoder, self.backend.display_url, call.subject)
+        return decoded(response, decoder, self.endpoint.display_url, call.subject)
 
     # --- reads -------------------------------------------------------------------------------
     async def healthz(self) -> bool:
@@ -268,7 +268,7 @@ class CheckpointClient:
             headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=self._timeouts.to_httpx(),
             transport=self._transport,
-            verify=tls_verification(self.backend.base_url),
+            verify=tls_verification(self.endpoint.base_url),
         )
 
     def blocking_file_client(self) -> httpx.Client | None:
@@ -281,7 +281,7 @@ class CheckpointClient:
         return httpx.Client(
             headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=self._timeouts.to_httpx(),
-            verify=tls_verification(self.backend.base_url),
+            verify=tls_verification(self.endpoint.base_url),
         )
 
     async def list_training_runs(

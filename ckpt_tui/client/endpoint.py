@@ -6,7 +6,7 @@ Resolution order (`resolve_backend`):
    key: `--api-key`, else `$TINKER_API_KEY`, else (when `$TINKER_CREDENTIAL_CMD` is not set)
    the default key that `tinker auth login` stored in `~/.tinker/credentials.json`.
    `$TINKER_CREDENTIAL_CMD` is kept too: the server's client config may demand it, and it is
-   the fallback when no key is given (see `Backend.credential`).
+   the fallback when no key is given (see `Endpoint.credential`).
 Empty values count as unset (as in the SDK). A key is checked as it is read (printable
 ASCII, see ckpt_tui.client.secret) and held as a `Secret`: it is never part of a `repr`,
 `str` or message. A URL with user info (`http://user:password@host`) is refused: a key goes
@@ -83,7 +83,7 @@ class Credential(msgspec.Struct, frozen=True, gc=False):
         return f"{kind} from {self.source}"
 
 
-class Backend(msgspec.Struct, frozen=True, gc=False):
+class Endpoint(msgspec.Struct, frozen=True, gc=False):
     """A resolved place to talk to: a base URL with an optional key, or a local store folder.
 
     `project` narrows the training runs to one project (`GET /training_runs?project_id=`).
@@ -101,7 +101,7 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
 
     def __repr__(self) -> str:  # never the key or the credential command
         return (
-            f"Backend(base_url={self.base_url!r}, key_source={self.key_source!r}, "
+            f"Endpoint(base_url={self.base_url!r}, key_source={self.key_source!r}, "
             f"local_store={self.local_store!r}, project={self.project!r})"
         )
 
@@ -115,7 +115,7 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
         credential_cmd: str | None = None,
         project: str | None = None,
         tinker_connection: bool = False,
-    ) -> Backend:
+    ) -> Endpoint:
         """A server at `base_url` (a trailing `/` is dropped)."""
         key = as_secret(api_key)
         if key and key_source is None:
@@ -150,7 +150,7 @@ class Backend(msgspec.Struct, frozen=True, gc=False):
         return command if self.credential_cmd is not None else None
 
     @classmethod
-    def local(cls, store: Path, project: str | None = None) -> Backend:
+    def local(cls, store: Path, project: str | None = None) -> Endpoint:
         """The store at `store`, served in-process."""
         return cls(LOCAL_BASE_URL, local_store=Path(store), project=project or None)
 
@@ -207,16 +207,16 @@ def resolve_backend(
     env: Mapping[str, str] | None = None,
     credentials_path: Path | None = None,
     project: str | None = None,
-) -> Backend:
+) -> Endpoint:
     """Pick the backend from flags, then the environment, then the credentials file."""
     if local:
-        return Backend.local(Path(local), project)
+        return Endpoint.local(Path(local), project)
     env = os.environ if env is None else env
     base_url = url or env.get("TINKER_BASE_URL") or DEFAULT_BASE_URL
     check_base_url(base_url, "--url" if url else "TINKER_BASE_URL")
     command = env.get(CREDENTIAL_CMD_ENV) or None
     key, source = _key_and_source(api_key, env, credentials_path, command)
-    return Backend.remote(
+    return Endpoint.remote(
         base_url, key, source, credential_cmd=command, project=project, tinker_connection=True
     )
 

@@ -12,7 +12,7 @@ spoken to, `POST /api/v1/client/config`, presenting the key (or, with no key, th
   trades again after about half the JWT's lifetime, a call made near expiry trades first, and
   a call answered 401 with `error="invalid_token"` is replayed once with a fresh JWT.
   `"credential_default_source": "credential_cmd"` makes `$TINKER_CREDENTIAL_CMD` the
-  credential that is traded, run again for each trade (see `Backend.credential`).
+  credential that is traded, run again for each trade (see `Endpoint.credential`).
 
 A start-up that fails is tried again by the next call (in the TUI: `r`). A renewal that fails
 in the background is only noted by the next call that needs the token: it renews on demand,
@@ -34,7 +34,7 @@ import msgspec
 
 from ckpt_tui.api_types import AuthToken, ClientConfig
 from ckpt_tui.client.credential_cmd import CREDENTIAL_CMD_ENV, run_credential_cmd
-from ckpt_tui.client.endpoint import API_KEY_HEADER, Backend, Credential, usable_key
+from ckpt_tui.client.endpoint import API_KEY_HEADER, Credential, Endpoint, usable_key
 from ckpt_tui.client.errors import (
     AuthError,
     BadResponse,
@@ -70,17 +70,17 @@ class Session(httpx.Auth):
 
     def __init__(
         self,
-        backend: Backend,
+        endpoint: Endpoint,
         control: ControlSend,
         *,
         clock: Callable[[], float] = time.monotonic,
         uniform: Callable[[float, float], float] = random.uniform,
     ) -> None:
-        self.backend = backend
+        self.endpoint = endpoint
         self._control = control
         self._clock = clock
         self._uniform = uniform
-        self._started = backend.is_local  # the in-process app has nothing to settle
+        self._started = endpoint.is_local  # the in-process app has nothing to settle
         self._start_lock = asyncio.Lock()
         self._key: Credential | None = None
         """Without JWT exchange: the key sent as is."""
@@ -100,8 +100,8 @@ class Session(httpx.Auth):
     def describe(self) -> str:
         """The backend's one line, naming the credential as start-up settled it."""
         if self._exchanged is not None:
-            return self.backend.describe(f"JWTs for the {self._exchanged.short}")
-        return self.backend.describe()
+            return self.endpoint.describe(f"JWTs for the {self._exchanged.short}")
+        return self.endpoint.describe()
 
     @property
     def credential_description(self) -> str | None:
@@ -110,7 +110,7 @@ class Session(httpx.Auth):
             return f"the JWT exchanged for {self._exchanged.description}"
         if self._key is not None:
             return self._key.description
-        credential = None if self._started else self.backend.credential()
+        credential = None if self._started else self.endpoint.credential()
         return None if credential is None else credential.description
 
     # --- httpx.Auth --------------------------------------------------------------------------
@@ -147,20 +147,20 @@ class Session(httpx.Auth):
         config = await self._client_config()
         if config.pjwt_auth_enabled:
             required = config.credential_default_source == "credential_cmd"
-            credential = self.backend.credential(command_required=required)
+            credential = self.endpoint.credential(command_required=required)
             if credential is None:
                 raise CredentialsError(
-                    f"{self.backend.base_url} trades credentials for JWTs and none is "
+                    f"{self.endpoint.base_url} trades credentials for JWTs and none is "
                     f"configured: pass --api-key, set TINKER_API_KEY or {CREDENTIAL_CMD_ENV}, "
                     "or store a key with `tinker auth login`"
                 )
             self._exchanged = credential
-        elif self.backend.api_key:
+        elif self.endpoint.api_key:
             # Without JWT exchange only API keys are accepted: the command is not used.
-            self._key = self.backend.credential()
+            self._key = self.endpoint.credential()
 
     async def _client_config(self) -> ClientConfig:
-        credential = self.backend.credential()
+        credential = self.endpoint.credential()
         body = {"sdk_version": SDK_VERSION}
         call = Call(
             "POST", CLIENT_CONFIG_PATH, "the client configuration", body=body,
@@ -172,7 +172,7 @@ class Session(httpx.Auth):
             response = await self._control(call, description)
         except NotFoundError:
             return ClientConfig()  # a server from before this handshake: all defaults
-        return decoded(response, _CLIENT_CONFIG, self.backend.display_url, call.subject)
+        return decoded(response, _CLIENT_CONFIG, self.endpoint.display_url, call.subject)
 
     # --- JWTs --------------------------------------------------------------------------------
     async def _current_jwt(self) -> Secret:
@@ -209,11 +209,11 @@ class Session(httpx.Auth):
             key=await present(self._exchanged), authenticated=False,
         )  # fmt: skip
         response = await self._control(call, self._exchanged.description)
-        answer = decoded(response, _AUTH_TOKEN, self.backend.display_url, call.subject)
+        answer = decoded(response, _AUTH_TOKEN, self.endpoint.display_url, call.subject)
         try:
             token = Jwt.received_now(Secret(answer.jwt), self._clock())
         except ValueError as exc:
-            message = f"{self.backend.display_url} answered {call.subject} without a usable JWT"
+            message = f"{self.endpoint.display_url} answered {call.subject} without a usable JWT"
             raise BadResponse(message, detail=str(exc)) from None
         self._token = token
         self.tokens_received += 1

@@ -23,9 +23,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ckpt_tui.store.discover import (
-    Discovery,
     FoundRun,
     Reading,
+    WalkedRuns,
     discover,
     examine_run,
     watch_changed,
@@ -191,7 +191,7 @@ class Watcher:
     def _settling(self) -> Settling:
         return Settling(self._ledger.now_us(), round(self.settle_seconds * 1_000_000))
 
-    def _put_discovery(self, discovery: Discovery, skip: Collection[str] = ()) -> None:
+    def _put_discovery(self, discovery: WalkedRuns, skip: Collection[str] = ()) -> None:
         """Bring every discovered run in line with a walk; `skip` runs keep what they have
         (their own signature makes the next check read them again)."""
         self._discovery_watch = discovery.watch
@@ -331,6 +331,6 @@ class _ScanPlan:
 
 @dataclass
 class _ScanRead:
-    discovery: Discovery | None
+    discovery: WalkedRuns | None
     runs: dict[str, FoundRun | None] = field(default_factory=dict)
     reading: Reading = field(default_factory=Reading)

@@ -231,7 +231,7 @@ class LogDir:
         return f"LogDir({str(self.path)!r}, {self.display_name!r})"
 
 
-class Discovery(msgspec.Struct):
+class LogDirDiscovery(msgspec.Struct):
     """The log directories found and everything that got in the way."""
 
     log_dirs: list[LogDir]
@@ -297,7 +297,7 @@ def _scan(
 
 def discover_log_dirs(
     explicit: list[Path], runs_root: Path | None, max_depth: int = DEFAULT_MAX_DEPTH
-) -> Discovery:
+) -> LogDirDiscovery:
     """Log dirs named by `--log-dir` (a log dir itself or a root to scan), then under runs_root.
 
     A missing `--log-dir` is a problem; a missing runs root is not (it is only a default).
@@ -315,4 +315,4 @@ def discover_log_dirs(
         found.extend(_scan(runs_root, max_depth, seen, problems))
     for log_dir in found:
         problems.extend(log_dir.problems())
-    return Discovery(found, problems)
+    return LogDirDiscovery(found, problems)

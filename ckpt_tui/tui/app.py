@@ -13,15 +13,15 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Input
 
+from ckpt_tui.actions.session_log import SessionLog, state_log_file
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import CheckpointClient
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS, key_label
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.quit_dialog import QuitDialog
-from ckpt_tui.tui.session_log import SessionLog, state_log_file
 
 STYLESHEET = Path(__file__).with_name("app.tcss")
 """The one stylesheet: every screen's and dialog's rules."""
@@ -87,12 +87,12 @@ class CkptApp(App[None]):
         return f"{len(backends)} backends: {', '.join(backend.name for backend in backends)}"
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self)
+        return BrowseScreen(self)
 
     def running_action(self) -> str | None:
         """What a change still running says it is doing ("Deleting 12 of 40…"), or None."""
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen) and (running := screen.changes.running) is not None:
+            if isinstance(screen, BrowseScreen) and (running := screen.changes.running) is not None:
                 return screen.bulk_progress or running.label
         return None
 

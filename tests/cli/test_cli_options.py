@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ckpt_tui.cli import main
-from ckpt_tui.client import Backend, CheckpointClient, ReadOnlyError
+from ckpt_tui.client import CheckpointClient, Endpoint, ReadOnlyError
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
@@ -380,7 +380,7 @@ def test_json_prune_names_the_backend_before_deleting(
 
 
 async def test_a_readonly_client_sends_no_change(backends: Backends) -> None:
-    async with CheckpointClient(Backend.remote(backends.url_a), readonly=True) as client:
+    async with CheckpointClient(Endpoint.remote(backends.url_a), readonly=True) as client:
         checkpoints = await client.list_all_checkpoints()
         for change in (
             client.delete_checkpoint(checkpoints[0]),

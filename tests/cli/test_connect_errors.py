@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.tui import app_on, backend_error, connection, screen_text, settle
 
@@ -66,9 +66,9 @@ async def test_the_tui_names_each_failure(
 ) -> None:
     """(A malformed URL never reaches the app: the command line refuses it, above.)"""
     backends = [
-        (Backend.remote(refused_url), REFUSED),
-        (Backend.remote(keyed_url), NO_KEY),
-        (Backend.remote(keyed_url, "tml-wrong", "--api-key flag"), WRONG_KEY),
+        (Endpoint.remote(refused_url), REFUSED),
+        (Endpoint.remote(keyed_url), NO_KEY),
+        (Endpoint.remote(keyed_url, "tml-wrong", "--api-key flag"), WRONG_KEY),
     ]
     for backend, expected in backends:
         app = app_on([connection(backend)], None, clock)

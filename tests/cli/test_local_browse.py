@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
@@ -27,7 +27,7 @@ def tree(root: Path) -> list[str]:
 
 
 def local_app(root: Path, clock: FixedClock) -> CkptApp:
-    return app_on([connection(Backend.local(root))], None, clock)
+    return app_on([connection(Endpoint.local(root))], None, clock)
 
 
 @pytest.fixture(autouse=True)

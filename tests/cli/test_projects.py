@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Static
 
 from ckpt_tui.cli import main
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK
@@ -85,7 +85,7 @@ def test_an_empty_project_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
 
 
 async def test_the_tui_names_the_project_in_its_header(projects_url: str, tmp_path: Path) -> None:
-    backend = Backend.remote(projects_url, project="alpha")
+    backend = Endpoint.remote(projects_url, project="alpha")
     app = app_on([connection(backend)], None, SYSTEM_CLOCK)
     async with app.run_test(size=(160, 36)) as pilot:
         await settle(pilot)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ckpt_tui.client import Backend, CheckpointClient, RetryPolicy
+from ckpt_tui.client import CheckpointClient, Endpoint, RetryPolicy
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
@@ -30,5 +30,5 @@ def faulty(store: Store) -> FaultyApp:
 async def client(server_url: str) -> AsyncIterator[CheckpointClient]:
     """A client of the real server over `store`; a retry records its sleep instead of waiting."""
     policy = RetryPolicy(sleep=RecordedSleeps())
-    async with CheckpointClient(Backend.remote(server_url), retry=policy) as opened:
+    async with CheckpointClient(Endpoint.remote(server_url), retry=policy) as opened:
         yield opened

@@ -9,10 +9,10 @@ import pytest
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.client import (
-    Backend,
     BadRequestError,
     CheckpointClient,
     ConflictError,
+    Endpoint,
     NotFoundError,
 )
 from ckpt_tui.store import Store
@@ -130,4 +130,4 @@ async def test_bad_tinker_path_is_refused_before_sending(
 def test_a_local_backend_without_a_transport_is_refused(tmp_path: Path) -> None:
     """The client never opens a store itself: the command line hands it a transport."""
     with pytest.raises(ValueError, match="needs a transport"):
-        CheckpointClient(Backend.local(tmp_path))
+        CheckpointClient(Endpoint.local(tmp_path))

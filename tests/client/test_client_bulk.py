@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from ckpt_tui.client import (
-    Backend,
     CheckpointClient,
     CheckpointRef,
+    Endpoint,
     Outcome,
     RetryPolicy,
     run_bulk,
@@ -26,7 +26,7 @@ from tests.support.live_server import run_server
 async def client(faulty: FaultyApp) -> AsyncIterator[CheckpointClient]:
     policy = RetryPolicy(max_attempts=2, sleep=RecordedSleeps())
     with run_server(faulty) as url:
-        async with CheckpointClient(Backend.remote(url), retry=policy) as opened:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy) as opened:
             yield opened
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from ckpt_tui.client import (
     DEFAULT_BASE_URL,
-    Backend,
     CredentialsError,
+    Endpoint,
     read_default_key,
     resolve_backend,
 )
@@ -140,7 +140,7 @@ def test_local_beats_everything(creds: Path, tmp_path: Path) -> None:
 
 
 def test_key_never_shows_in_repr_or_str() -> None:
-    backend = Backend.remote("http://h/", "tml-secret-value", "TINKER_API_KEY")
+    backend = Endpoint.remote("http://h/", "tml-secret-value", "TINKER_API_KEY")
     for text in (repr(backend), str(backend), backend.describe()):
         assert "tml-secret-value" not in text
     assert "TINKER_API_KEY" in str(backend)
@@ -163,9 +163,9 @@ def test_credential_command_is_the_fallback_and_shadows_the_stored_key(creds: Pa
 
 def test_a_demanded_command_that_is_unset_is_an_error_and_a_jwt_key_is_used_as_is() -> None:
     with pytest.raises(CredentialsError, match="TINKER_CREDENTIAL_CMD"):
-        Backend.remote("http://127.0.0.1:1", ENV_KEY).credential(command_required=True)
+        Endpoint.remote("http://127.0.0.1:1", ENV_KEY).credential(command_required=True)
     jwt_key = "eyJhbGciOiJIUzI1NiJ9.e30.x"
-    given = Backend.remote("http://127.0.0.1:1", jwt_key, "TINKER_API_KEY", credential_cmd="c")
+    given = Endpoint.remote("http://127.0.0.1:1", jwt_key, "TINKER_API_KEY", credential_cmd="c")
     credential = given.credential(command_required=True)
     assert credential is not None and credential.command is None
     assert credential.key == Secret(jwt_key)

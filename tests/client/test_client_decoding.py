@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ckpt_tui.client import Backend, BadResponse, CheckpointClient, RetryPolicy
+from ckpt_tui.client import BadResponse, CheckpointClient, Endpoint, RetryPolicy
 from tests.support.live_server import run_server
 
 CHECKPOINT = {
@@ -59,7 +59,7 @@ def canned_url(canned: CannedAnswers) -> Iterator[str]:
 @pytest.fixture
 async def client(canned_url: str) -> AsyncIterator[CheckpointClient]:
     async with CheckpointClient(
-        Backend.remote(canned_url), retry=RetryPolicy(max_attempts=1)
+        Endpoint.remote(canned_url), retry=RetryPolicy(max_attempts=1)
     ) as opened:
         yield opened
 

@@ -9,9 +9,9 @@ import pytest
 
 from ckpt_tui.client import (
     AuthError,
-    Backend,
     CheckpointClient,
     ConnectionFailed,
+    Endpoint,
     NotFoundError,
     RateLimitedError,
     RetryPolicy,
@@ -41,7 +41,7 @@ def sleeps() -> RecordedSleeps:
 @pytest.fixture
 async def client(faulty_url: str, sleeps: RecordedSleeps) -> AsyncIterator[CheckpointClient]:
     policy = RetryPolicy(sleep=sleeps, jitter=lambda: 1.0)
-    async with CheckpointClient(Backend.remote(faulty_url), retry=policy) as opened:
+    async with CheckpointClient(Endpoint.remote(faulty_url), retry=policy) as opened:
         yield opened
 
 
@@ -119,7 +119,7 @@ async def test_404_after_a_429_is_a_real_not_found(
 
 async def test_read_timeout_raises_timeout(faulty: FaultyApp, faulty_url: str) -> None:
     faulty.delay = 1.0
-    backend = Backend.remote(faulty_url)
+    backend = Endpoint.remote(faulty_url)
     async with CheckpointClient(backend, timeouts=Timeouts(connect=5, read=0.1)) as client:
         with pytest.raises(Timeout) as caught:
             await client.healthz()
@@ -133,7 +133,7 @@ async def test_an_answer_that_trickles_in_ends_at_the_attempt_deadline() -> None
     ends it, as a timeout (not retried: the server may have acted)."""
     policy = RetryPolicy(sleep=RecordedSleeps(), attempt_deadline=1.0)
     with trickle_server() as server:
-        async with CheckpointClient(Backend.remote(server.url), retry=policy) as client:
+        async with CheckpointClient(Endpoint.remote(server.url), retry=policy) as client:
             with pytest.raises(Timeout) as caught:
                 await asyncio.wait_for(client.list_checkpoints(), 120)  # hang guard only
         assert server.requests == 1
@@ -144,7 +144,7 @@ async def test_an_answer_that_trickles_in_ends_at_the_attempt_deadline() -> None
 async def test_connection_refused_names_the_url(refused_url: str) -> None:
     url = refused_url
     sleeps = RecordedSleeps()
-    async with CheckpointClient(Backend.remote(url), retry=RetryPolicy(sleep=sleeps)) as client:
+    async with CheckpointClient(Endpoint.remote(url), retry=RetryPolicy(sleep=sleeps)) as client:
         with pytest.raises(ConnectionFailed) as caught:
             await client.list_checkpoints()
     message = caught.value.message
@@ -155,7 +155,7 @@ async def test_connection_refused_names_the_url(refused_url: str) -> None:
 
 
 async def test_wrong_key_is_an_auth_error_naming_its_source(keyed_url: str) -> None:
-    backend = Backend.remote(keyed_url, "tml-wrong", "TINKER_API_KEY")
+    backend = Endpoint.remote(keyed_url, "tml-wrong", "TINKER_API_KEY")
     async with CheckpointClient(backend) as client:
         assert await client.healthz() is True  # open without a key
         with pytest.raises(AuthError) as caught:
@@ -168,7 +168,7 @@ async def test_wrong_key_is_an_auth_error_naming_its_source(keyed_url: str) -> N
 
 
 async def test_missing_key_says_how_to_give_one(keyed_url: str) -> None:
-    async with CheckpointClient(Backend.remote(keyed_url)) as client:
+    async with CheckpointClient(Endpoint.remote(keyed_url)) as client:
         with pytest.raises(AuthError) as caught:
             await client.list_training_runs()
     assert "--api-key" in caught.value.message
@@ -176,13 +176,13 @@ async def test_missing_key_says_how_to_give_one(keyed_url: str) -> None:
 
 
 async def test_right_key_is_sent_as_x_api_key(keyed_url: str, made: list[str]) -> None:
-    backend = Backend.remote(keyed_url, "tml-right", "--api-key flag")
+    backend = Endpoint.remote(keyed_url, "tml-right", "--api-key flag")
     async with CheckpointClient(backend) as client:
         assert (await client.list_checkpoints()).total == len(made)
 
 
 async def test_key_travels_in_the_x_api_key_header(faulty: FaultyApp, faulty_url: str) -> None:
-    backend = Backend.remote(faulty_url, "tml-sent", "--api-key flag")
+    backend = Endpoint.remote(faulty_url, "tml-sent", "--api-key flag")
     async with CheckpointClient(backend) as client:
         await client.list_checkpoints()
     assert faulty.requests[0] == ("POST", "/api/v1/client/config")  # the SDK's start-up

@@ -15,9 +15,9 @@ import pytest
 
 from ckpt_tui.client import (
     AuthError,
-    Backend,
     CheckpointClient,
     CredentialsError,
+    Endpoint,
     RetryPolicy,
     ServerError,
 )
@@ -91,7 +91,7 @@ def runs_of(tmp_path: Path) -> int:
 async def test_the_key_is_traded_for_a_jwt_and_never_sent_elsewhere(
     server: JwtServer, seeded: list[tuple[str, str]]
 ) -> None:
-    backend = Backend.remote(server.url, KEY, "TINKER_API_KEY")
+    backend = Endpoint.remote(server.url, KEY, "TINKER_API_KEY")
     async with CheckpointClient(backend) as client:
         assert len(await client.list_all_checkpoints()) == len(seeded)
         assert client.session.uses_jwt
@@ -107,7 +107,7 @@ async def test_the_key_is_traded_for_a_jwt_and_never_sent_elsewhere(
 
 
 async def test_a_refused_jwt_is_replaced_and_the_call_replayed_once(server: JwtServer) -> None:
-    async with CheckpointClient(Backend.remote(server.url, KEY)) as client:
+    async with CheckpointClient(Endpoint.remote(server.url, KEY)) as client:
         await client.list_training_runs()
         first = server.data_headers()[-1]["x-api-key"]
         server.issuer.rotate()  # every JWT handed out so far is refused from now on
@@ -121,7 +121,7 @@ async def test_a_refused_jwt_is_replaced_and_the_call_replayed_once(server: JwtS
 async def test_a_wrong_key_is_refused_at_the_exchange_naming_its_source(
     server: JwtServer,
 ) -> None:
-    backend = Backend.remote(server.url, "tml-wrong", "--api-key flag")
+    backend = Endpoint.remote(server.url, "tml-wrong", "--api-key flag")
     async with CheckpointClient(backend) as client:
         with pytest.raises(AuthError) as caught:
             await client.list_checkpoints()
@@ -136,7 +136,7 @@ async def test_tokens_are_renewed_in_the_background_and_keep_working(
     short_lived: JwtServer,
 ) -> None:
     """With a 2 s lifetime the client trades again every ~1 s, without being asked."""
-    async with CheckpointClient(Backend.remote(short_lived.url, KEY)) as client:
+    async with CheckpointClient(Endpoint.remote(short_lived.url, KEY)) as client:
         await client.list_training_runs()
         first = short_lived.data_headers()[-1]["x-api-key"]
         expires = jwt.decode(first, options={"verify_signature": False})["exp"]
@@ -153,7 +153,7 @@ async def test_a_failed_renewal_is_one_clear_error_and_the_next_call_recovers(
     server: JwtServer,
 ) -> None:
     policy = RetryPolicy(sleep=RecordedSleeps())
-    async with CheckpointClient(Backend.remote(server.url, KEY), retry=policy) as client:
+    async with CheckpointClient(Endpoint.remote(server.url, KEY), retry=policy) as client:
         await client.list_training_runs()
         server.issuer.rotate()
         server.faulty.fail_first(policy.max_attempts, status=503, path=TOKEN_PATH)
@@ -167,7 +167,7 @@ async def test_the_credential_command_is_used_when_the_server_demands_it(
     cmd_server: JwtServer, tmp_path: Path
 ) -> None:
     command = printing(tmp_path, KEY)
-    backend = Backend.remote(
+    backend = Endpoint.remote(
         cmd_server.url, "tml-not-used", "--api-key flag", credential_cmd=command
     )
     async with CheckpointClient(backend) as client:
@@ -181,7 +181,7 @@ async def test_the_credential_command_is_used_when_the_server_demands_it(
 async def test_the_credential_command_is_the_fallback_without_a_key(
     server: JwtServer, tmp_path: Path
 ) -> None:
-    backend = Backend.remote(server.url, credential_cmd=printing(tmp_path, KEY))
+    backend = Endpoint.remote(server.url, credential_cmd=printing(tmp_path, KEY))
     assert "credential from TINKER_CREDENTIAL_CMD" in backend.describe()
     async with CheckpointClient(backend) as client:
         assert (await client.list_training_runs()).total == 2
@@ -189,7 +189,7 @@ async def test_the_credential_command_is_the_fallback_without_a_key(
 
 
 async def test_a_demanded_command_that_is_not_set_says_so(cmd_server: JwtServer) -> None:
-    tinker = Backend.remote(cmd_server.url, KEY, tinker_connection=True)
+    tinker = Endpoint.remote(cmd_server.url, KEY, tinker_connection=True)
     async with CheckpointClient(tinker) as client:
         with pytest.raises(CredentialsError, match="set TINKER_CREDENTIAL_CMD"):
             await client.list_training_runs()
@@ -206,7 +206,7 @@ async def test_a_demanded_command_that_is_not_set_says_so(cmd_server: JwtServer)
 async def test_a_failing_command_is_a_clear_error_that_never_shows_its_output(
     cmd_server: JwtServer, tmp_path: Path, printed: str, status: int, why: str
 ) -> None:
-    backend = Backend.remote(cmd_server.url, credential_cmd=printing(tmp_path, printed, status))
+    backend = Endpoint.remote(cmd_server.url, credential_cmd=printing(tmp_path, printed, status))
     async with CheckpointClient(backend) as client:
         with pytest.raises(CredentialsError) as caught:
             await client.list_training_runs()
@@ -220,7 +220,7 @@ async def test_without_jwt_exchange_the_command_is_not_an_api_key(
 ) -> None:
     """As in the SDK: a server that takes API keys only is not sent the command's output."""
     with run_server(create_app(store, api_key=KEY, sweep_interval=None)) as url:
-        backend = Backend.remote(url, credential_cmd=printing(tmp_path, KEY))
+        backend = Endpoint.remote(url, credential_cmd=printing(tmp_path, KEY))
         async with CheckpointClient(backend) as client:
             with pytest.raises(AuthError, match="needs an API key"):
                 await client.list_training_runs()
@@ -228,7 +228,7 @@ async def test_without_jwt_exchange_the_command_is_not_an_api_key(
 
 async def test_an_expired_jwt_given_as_the_key_is_not_sent(server_url: str) -> None:
     stale = jwt.encode({"iat": 1, "exp": 2}, "k" * 32, algorithm="HS256")
-    async with CheckpointClient(Backend.remote(server_url, stale, "TINKER_API_KEY")) as client:
+    async with CheckpointClient(Endpoint.remote(server_url, stale, "TINKER_API_KEY")) as client:
         with pytest.raises(CredentialsError) as caught:
             await client.list_training_runs()
     assert "the API key from TINKER_API_KEY is a JWT that has expired" in caught.value.message

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.client import Backend, CheckpointClient, Outcome, Pace, RetryPolicy, run_bulk
+from ckpt_tui.client import CheckpointClient, Endpoint, Outcome, Pace, RetryPolicy, run_bulk
 from ckpt_tui.client.pacing import START, Sleep
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
@@ -56,7 +56,7 @@ async def paced_client(
 ) -> AsyncIterator[CheckpointClient]:
     policy = RetryPolicy(max_attempts=4, sleep=sleep)
     with run_server(faulty) as url:
-        async with CheckpointClient(Backend.remote(url), retry=policy, pace=pace) as client:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy, pace=pace) as client:
             yield client
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.api_types import TinkerPath
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.client.download import (
     DownloadError,
     FolderRefused,
@@ -59,7 +59,7 @@ def url(tap: FileTap) -> Iterator[str]:
 
 @pytest.fixture
 async def client(url: str) -> AsyncIterator[CheckpointClient]:
-    async with CheckpointClient(Backend.remote(url)) as opened:
+    async with CheckpointClient(Endpoint.remote(url)) as opened:
         yield opened
 
 
@@ -184,7 +184,7 @@ async def test_a_bad_safetensors_file_keeps_its_part(
     store.create_run("run-2", "base/model")
     store.add_checkpoint("run-2", "weights/0001", {"adapter.safetensors": b"\xff" * 64})
     with run_server(create_app(store, sweep_interval=None)) as base:
-        async with CheckpointClient(Backend.remote(base)) as client:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
             path = TinkerPath.parse("tinker://run-2/weights/0001")
             with pytest.raises(VerifyError, match="is kept"):
                 await download(client, path, tmp_path / "out", clock=clock)
@@ -199,7 +199,7 @@ async def test_a_server_that_cannot_sign_says_what_works(
     store.add_checkpoint("run-2", "weights/0001", {"adapter.bin": b"w"})
     app = create_app(store, sweep_interval=None, signed_types=("external",))
     with run_server(app) as base:
-        async with CheckpointClient(Backend.remote(base)) as client:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
             path = TinkerPath.parse("tinker://run-2/weights/0001")
             with pytest.raises(DownloadError, match="save_weights_external"):
                 await download(client, path, tmp_path / "out", clock=clock)

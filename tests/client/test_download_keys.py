@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ckpt_tui.api_types import TinkerPath
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.client.download import DownloadError, UnsafeDownload, download
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.live_server import run_server
@@ -41,7 +41,7 @@ async def test_hostile_keys_refuse_everything(tmp_path: Path, clock: FixedClock,
     out.mkdir()
     (out / "link").symlink_to(tmp_path)  # a key through it would resolve outside
     with run_server(hostile_app(key)) as base:
-        async with CheckpointClient(Backend.remote(base)) as client:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
             with pytest.raises(UnsafeDownload, match="nothing was downloaded"):
                 await download(client, PATH, out, clock=clock)
     assert [p.name for p in out.iterdir()] == ["link"]
@@ -67,7 +67,7 @@ def stingy_app() -> Starlette:
 
 async def test_a_server_sending_nothing_is_given_up_on(tmp_path: Path, clock: FixedClock) -> None:
     with run_server(stingy_app()) as base:
-        async with CheckpointClient(Backend.remote(base)) as client:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
             with pytest.raises(DownloadError, match="run the download again"):
                 await download(client, PATH, tmp_path / "out", clock=clock)
     assert not (tmp_path / "out" / "x.bin").exists()

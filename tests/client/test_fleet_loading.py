@@ -9,8 +9,7 @@ from pathlib import Path
 from ckpt_tui.backends import Backend, Connection, Fleet
 from ckpt_tui.backends.load import load_fleet
 from ckpt_tui.catalog.snapshot import LogDirSettings
-from ckpt_tui.client import Backend as Endpoint
-from ckpt_tui.client import CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_tui.cli import main
-from ckpt_tui.client import Backend, CheckpointClient, IncompleteListError, RetryPolicy, paging
+from ckpt_tui.client import CheckpointClient, Endpoint, IncompleteListError, RetryPolicy, paging
 from ckpt_tui.client.client import PAGE_CONCURRENCY
 from ckpt_tui.client.paging import MAX_READS
 from ckpt_tui.server import create_app
@@ -46,7 +46,7 @@ def proxy_url(proxy: PagingFaults) -> Iterator[str]:
 @pytest.fixture
 async def client(proxy_url: str) -> AsyncIterator[CheckpointClient]:
     policy = RetryPolicy(sleep=RecordedSleeps())
-    async with CheckpointClient(Backend.remote(proxy_url), retry=policy) as opened:
+    async with CheckpointClient(Endpoint.remote(proxy_url), retry=policy) as opened:
         yield opened
 
 

@@ -16,8 +16,7 @@ import ckpt_tui
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.backends.load import resolve_rate
 from ckpt_tui.cli import main
-from ckpt_tui.client import Backend as Endpoint
-from ckpt_tui.client import CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from ckpt_tui.client import Backend, CheckpointClient, ConflictError, RetryPolicy, ServerError
+from ckpt_tui.client import CheckpointClient, ConflictError, Endpoint, RetryPolicy, ServerError
 from ckpt_tui.server import create_app
 from ckpt_tui.server.error_responses import response_for
 from ckpt_tui.store import Store, StoreError
@@ -126,7 +126,7 @@ async def client(faulty: FaultyApp) -> AsyncIterator[tuple[CheckpointClient, Rec
     sleeps = RecordedSleeps()
     with run_server(faulty) as url:
         policy = RetryPolicy(sleep=sleeps, jitter=lambda: 1.0)
-        async with CheckpointClient(Backend.remote(url), retry=policy) as opened:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy) as opened:
             yield opened, sleeps
 
 

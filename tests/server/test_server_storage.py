@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from ckpt_tui.client import Backend, CheckpointClient, InsufficientStorageError, RetryPolicy
+from ckpt_tui.client import CheckpointClient, Endpoint, InsufficientStorageError, RetryPolicy
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.store.errors import StorageFullError
@@ -412,7 +412,7 @@ async def full_disk_client(
     sleeps = RecordedSleeps()
     with run_server(create_app(store, sweep_interval=None)) as url:
         policy = RetryPolicy(sleep=sleeps, jitter=lambda: 1.0)
-        async with CheckpointClient(Backend.remote(url), retry=policy) as opened:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy) as opened:
             yield opened, sleeps
     filler.unlink()
     store.close()

@@ -23,7 +23,7 @@ from ckpt_tui.server import create_app
 from ckpt_tui.sizes import SafetensorsHeaderError
 from ckpt_tui.sizes.safetensors_header import read_sharded
 from ckpt_tui.store import Store, watcher
-from ckpt_tui.store.discover import Discovery, discover
+from ckpt_tui.store.discover import WalkedRuns, discover
 from ckpt_tui.store.discover.pickle_scan import MAX_DEPTH, MAX_OPCODES, scan_pickle
 from ckpt_tui.store.discover.torch_zip import MAX_PICKLE_BYTES, read_torch_file
 from ckpt_tui.timekeeping.clock import FixedClock
@@ -252,7 +252,7 @@ def test_reading_discovered_files_holds_up_no_other_call(
         reading, release = threading.Event(), threading.Event()
         walk_outcome: list[bool] = []
 
-        def held_walk(*args: Any, **kwargs: Any) -> Discovery:
+        def held_walk(*args: Any, **kwargs: Any) -> WalkedRuns:
             reading.set()
             walk_outcome.append(release.wait(timeout=120))
             return discover(*args, **kwargs)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
@@ -90,7 +90,7 @@ def test_keep_policies_protect_the_best_by_default(
 
 
 async def test_the_tui_flags_best_and_the_delete_dialog_warns(box: Path, clock: FixedClock) -> None:
-    app = app_on([connection(Backend.local(box))], None, clock)
+    app = app_on([connection(Endpoint.local(box))], None, clock)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         await pilot.press("2", "slash", *"checkpoint-5", "enter")

@@ -13,10 +13,10 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Static
 
+from ckpt_tui.actions.session_log import LogEntry, LogItem, SessionLog
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
 from ckpt_tui.tui.app import STYLESHEET
-from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 BACKEND = "local store /data/ckpts"

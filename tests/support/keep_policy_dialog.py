@@ -8,7 +8,7 @@ from msgspec.structs import replace
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import RunSummary, build_catalog
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
 from tests.support.dialogs import NOW, DialogApp, changed
 
 GiB = 1024**3
@@ -51,7 +51,7 @@ def policy_runs() -> list[RunSummary]:
 def dialog_app(rate: float | None = None, *, widen: bool = True) -> DialogApp[PolicyOutcome | None]:
     runs = policy_runs()
     return DialogApp(
-        lambda: KeepPolicyScreen(
+        lambda: KeepPolicyDialog(
             runs[:1], "run-a", NOW, {"": rate}, all_runs=runs if widen else None
         )
     )

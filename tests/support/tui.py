@@ -15,38 +15,37 @@ from starlette.types import ASGIApp
 from textual.app import App
 from textual.pilot import Pilot
 
-from ckpt_tui.backends import Backend as BackendDescriptor
-from ckpt_tui.backends import Connection
+from ckpt_tui.backends import Backend, Connection
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
-from ckpt_tui.tui.groups import RunsEntry
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
+from ckpt_tui.tui.view.groups import RunsEntry
 from ckpt_tui.tui.widgets import FastTable
 
 
 def connection(
-    where: str | Backend,
+    where: str | Endpoint,
     name: str = "demo",
     *,
     readonly: bool = False,
     storage_rate: float | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> Connection:
-    """A named backend and its own client: a server URL, or a client Backend (e.g. local)."""
-    backend = Backend.remote(where) if isinstance(where, str) else where
+    """A named backend and its own client: a server URL, or a client Endpoint (e.g. local)."""
+    backend = Endpoint.remote(where) if isinstance(where, str) else where
     if backend.local_store is not None:
         kind, location = "local", str(backend.local_store)
     else:
         kind, location = "url", backend.base_url
-    descriptor = BackendDescriptor(name, kind, location, readonly, storage_rate)  # type: ignore[arg-type]
+    descriptor = Backend(name, kind, location, readonly, storage_rate)  # type: ignore[arg-type]
     if transport is None:  # a local store is opened here, as the command line does
         client = client_for(backend, readonly=readonly)
     else:
@@ -78,7 +77,7 @@ def make_app(
 
 
 PICTURE_TIME = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
-"""The fixed "now" of screenshots and snapshot tests."""
+"""The fixed "now" of screenshots and screenshot tests."""
 PICTURE_URL = "http://demo.ckpt-tui.test"
 """The backend URL pictures show: requests never leave the process (an ASGI transport)."""
 PICTURE_BOX_URL = "http://gpu-box.ckpt-tui.test"
@@ -129,9 +128,9 @@ async def show_all_checkpoints(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
-def screen_of(app: CkptApp) -> MainScreen:
+def screen_of(app: CkptApp) -> BrowseScreen:
     screen = app.screen
-    assert isinstance(screen, MainScreen)
+    assert isinstance(screen, BrowseScreen)
     return screen
 
 

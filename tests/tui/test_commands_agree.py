@@ -22,7 +22,7 @@ from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.tui.groups import BackendGroup
+from ckpt_tui.tui.view.groups import BackendGroup
 from tests.support.live_server import run_server
 from tests.support.tui import app_on, connection, runs_pane, screen_of, settle, shown
 

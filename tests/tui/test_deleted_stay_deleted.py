@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.catalog.actions_log import state_log_file
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import main
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
 from tests.support.demo_fixture import ServedDemo
 from tests.support.tui import connection, find, highlight, screen_of, settle, shown
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ckpt_tui.actions.session_log import LogEntry, LogItem, SessionLog
 from ckpt_tui.tui.screens.delete_dialog import freed_text, needs_typed_word, warnings
 from ckpt_tui.tui.screens.publish_dialog import question
-from ckpt_tui.tui.session_log import LogEntry, LogItem, SessionLog
 from tests.support.dialogs import NOW, GiB, ckpt, flagged, many_rows, rows_of
 
 

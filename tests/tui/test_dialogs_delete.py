@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 from textual.widgets import Button, Input
 
+from ckpt_tui.actions.owners import Targets
 from ckpt_tui.backends import Backend
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import Size
-from ckpt_tui.tui.owners import Targets
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from tests.support.dialogs import (
     NOW,

@@ -7,10 +7,12 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input, Select
 
 from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.catalog.join import metric_choices
 from ckpt_tui.policy import KeepPolicy, PolicyError, plan
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
-from ckpt_tui.tui.screens.keep_policy_form import FormValues, metric_choices, policy_from_form
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, run_summary, total_summary
+from ckpt_tui.policy.form import FormValues, policy_from_form
+from ckpt_tui.policy.totals import run_summary, total_summary
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from tests.support.dialogs import NOW, DialogApp, static_text
 from tests.support.keep_policy_dialog import dialog_app, policy_runs
 
@@ -21,7 +23,7 @@ def preview(app: DialogApp[PolicyOutcome | None]) -> list[str]:
 
 async def opened(pilot: Pilot[None]) -> None:
     for _ in range(50):
-        if isinstance(pilot.app.screen, KeepPolicyScreen):
+        if isinstance(pilot.app.screen, KeepPolicyDialog):
             break
         await pilot.pause()
     await pilot.pause()
@@ -56,9 +58,9 @@ def test_form_mistakes_name_the_field(values: FormValues, message: str) -> None:
         policy_from_form(values)
 
 
-def test_metric_choices_list_losses_first() -> None:
-    rows = [row for run in policy_runs() for row in run.rows]
-    assert metric_choices(rows) == ["eval_loss", "reward"]
+def test_metric_choices_put_the_most_common_first_key_first() -> None:
+    runs = [["reward", "eval_loss"], ["eval_loss"], [], ["eval_loss", "step", "reward"]]
+    assert metric_choices(runs) == ["eval_loss", "reward", "step"]
 
 
 def test_summaries_count_free_and_price() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ckpt_tui.actions.session_log import SessionLog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
-from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
-from ckpt_tui.tui.session_log import SessionLog
+from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from tests.support.dialogs import (
     BACKEND,
     NOW,
@@ -60,7 +60,7 @@ async def test_cancel_is_focused_and_keys_choose(
 
 
 async def test_session_log_lists_newest_first_with_failures_literally() -> None:
-    app: DialogApp[None] = DialogApp(lambda: SessionLogScreen(sample_log(), NOW))
+    app: DialogApp[None] = DialogApp(lambda: SessionLogDialog(sample_log(), NOW))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         text = screen_text(app)
@@ -78,7 +78,7 @@ async def test_session_log_lists_newest_first_with_failures_literally() -> None:
 
 @pytest.mark.parametrize("key", ["escape", "q"])
 async def test_empty_log_says_so_and_closes(key: str) -> None:
-    app: DialogApp[None] = DialogApp(lambda: SessionLogScreen(SessionLog(), NOW))
+    app: DialogApp[None] = DialogApp(lambda: SessionLogDialog(SessionLog(), NOW))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "Nothing has been changed" in screen_text(app)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckpt_tui.tui.sparkline import BLOCKS, pick_series, sparkline
+from ckpt_tui.tui.view.sparkline import BLOCKS, pick_series, sparkline
 
 
 def test_decreasing_loss_goes_from_the_top_block_to_the_bottom_one() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ckpt_tui.api_types import TrainingRun
 from ckpt_tui.backends import Backend, BackendState, Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
-from ckpt_tui.training.logdirs import Discovery
-from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey
-from ckpt_tui.tui.screens.policy_flow import Selection, policy_scope
-from ckpt_tui.tui.status import StatusFacts, badge, marked_text, status_text
+from ckpt_tui.training.logdirs import LogDirDiscovery
+from ckpt_tui.tui.screens.browse.policy_flow import Selection, policy_scope
+from ckpt_tui.tui.view.status import StatusFacts, badge, marked_text, status_text
 from tests.support.dialogs import NOW, GiB, ckpt
 
 BAR = "  │  "
@@ -24,7 +24,7 @@ def two_runs(rate: float | None = None) -> Fleet:
         ckpt("b1", 5, size=GiB, run="run-b"),
     ]
     runs = [TrainingRun(run, "Qwen/Qwen3-8B", "me", True, NOW) for run in ("run-a", "run-b")]
-    snapshot = Snapshot.join(runs, checkpoints, Discovery([], []), cache=RowCache("box"))
+    snapshot = Snapshot.join(runs, checkpoints, LogDirDiscovery([], []), cache=RowCache("box"))
     backend = Backend("box", "local", "/data/box")
     return Fleet((BackendState(backend, snapshot, complete=True, rate=rate),))
 

@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_bytes
-from ckpt_tui.tui.fleet_view import row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
-from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
+from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
@@ -278,5 +278,5 @@ async def test_the_session_log_lists_each_action(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("L")
         await pilot.pause()
-        assert isinstance(app.screen, SessionLogScreen)
+        assert isinstance(app.screen, SessionLogDialog)
         assert "Published 1 of 1" in screen_text(app)

@@ -8,12 +8,12 @@ from datetime import timedelta
 from textual import events
 from textual.message import Message
 
+from ckpt_tui.backends.fleet_view import run_key
 from ckpt_tui.catalog import CheckpointRow, RowState
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.commands import ACTION_COMMANDS, BROWSE_COMMANDS
-from ckpt_tui.tui.fleet_view import run_key
-from ckpt_tui.tui.screens.help import HelpScreen, help_sections
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
+from ckpt_tui.tui.screens.help_dialog import HelpDialog, help_sections
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
@@ -246,13 +246,13 @@ async def test_help_lists_every_key(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        assert isinstance(app.screen, HelpDialog)
         assert "Copy path" in screen_text(app)
         listed = [what for _title, entries in help_sections() for _keys, what in entries]
         for command in (*BROWSE_COMMANDS, *ACTION_COMMANDS):  # the whole list scrolls
             assert f"{command.title}: {command.help}" in listed
         await pilot.press("escape")
-        assert isinstance(app.screen, MainScreen)
+        assert isinstance(app.screen, BrowseScreen)
 
 
 async def test_a_failing_backend_shows_what_to_do_and_r_retries(
@@ -296,7 +296,7 @@ async def test_work_ending_as_the_screen_goes_touches_no_pane(demo: ServedDemo) 
     as a busy machine's app quit). That moment is caught here exactly, as the screen, its panes
     gone, unmounts: what such work does then must do nothing, and raise nothing."""
     app = make_app(demo.url, demo.paths.logs, demo.clock)
-    screens: list[MainScreen] = []
+    screens: list[BrowseScreen] = []
     caught: list[str] = []
     failures: list[Exception] = []
 

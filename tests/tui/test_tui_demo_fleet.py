@@ -13,11 +13,11 @@ from starlette.types import ASGIApp
 from textual.pilot import Pilot
 from textual.widgets import Button, Static
 
+from ckpt_tui.backends.fleet_view import FleetCatalog, row_key
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import FleetCatalog, row_key
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog
 from tests.support.dialogs import shown_text
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
@@ -31,9 +31,9 @@ from tests.support.tui import (
 )
 
 
-def policy_dialog(app: CkptApp) -> KeepPolicyScreen:
+def policy_dialog(app: CkptApp) -> KeepPolicyDialog:
     dialog = app.screen
-    assert isinstance(dialog, KeepPolicyScreen)
+    assert isinstance(dialog, KeepPolicyDialog)
     return dialog
 
 

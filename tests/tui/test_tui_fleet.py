@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ckpt_tui.client import Backend
+from ckpt_tui.backends.fleet_view import row_key
+from ckpt_tui.client import Endpoint
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key
-from ckpt_tui.tui.groups import BackendGroup
+from ckpt_tui.tui.view.groups import BackendGroup
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
 from tests.support.layouts import hf_trainer_output
@@ -54,14 +54,14 @@ class Fleet:
 
     def app(self, clock: FixedClock, readonly: tuple[str, ...] = ()) -> CkptApp:
         def keyed(name: str, url: str) -> Any:
-            backend = Backend.remote(url, KEYS[name], "test key")
+            backend = Endpoint.remote(url, KEYS[name], "test key")
             return connection(backend, name, readonly=name in readonly)
 
         return app_on(
             [
                 keyed("box1", self.box1.url),
                 keyed("box2", self.box2.url),
-                connection(Backend.local(self.scratch), "scratch", readonly="scratch" in readonly),
+                connection(Endpoint.local(self.scratch), "scratch", readonly="scratch" in readonly),
                 connection(self.dead_url, "dead"),
             ],
             self.box1.paths.logs,

@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ckpt_tui.backends.fleet_view import row_key
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.tui.fleet_view import row_key
 from tests.support.seed import seed_store
 from tests.support.small_disk import fill, small_tmpfs
 from tests.support.tui import app_on, connection, loaded_on, screen_of, screen_text, settle

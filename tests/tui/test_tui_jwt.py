@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.server.tokens import JwtIssuer
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
@@ -53,7 +53,7 @@ def long_jwts(
 
 
 def keyed_app(demo: ServedDemo) -> CkptApp:
-    backend = Backend.remote(demo.url, KEY, "TINKER_API_KEY")
+    backend = Endpoint.remote(demo.url, KEY, "TINKER_API_KEY")
     return app_on([connection(backend)], demo.paths.logs, demo.clock)
 
 

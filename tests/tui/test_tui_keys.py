@@ -10,12 +10,12 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from ckpt_tui.backends.fleet_view import row_key, run_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key, run_key
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
-from ckpt_tui.tui.screens.main import MainScreen
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.quit_dialog import QuitDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
@@ -65,7 +65,7 @@ async def test_typing_delete_in_the_dialog_deletes_and_nothing_else(demo: Served
         await pilot.press("e", "enter")
         await settle(pilot)
         assert not demo.holds(row)
-        assert isinstance(app.screen, MainScreen)  # no TTL dialog opened behind it
+        assert isinstance(app.screen, BrowseScreen)  # no TTL dialog opened behind it
         assert [entry.action for entry in app.session_log.entries] == ["delete"]
 
 
@@ -98,7 +98,7 @@ async def test_keys_typed_right_after_d_go_into_the_box(demo: ServedDemo) -> Non
         await pilot.press("d", *"delete", "enter")
         await settle(pilot)
         assert not demo.holds(row)
-        assert isinstance(app.screen, MainScreen)
+        assert isinstance(app.screen, BrowseScreen)
         assert screen_of(app).changes.running is None
 
 
@@ -148,7 +148,7 @@ async def test_q_and_ctrl_c_ask_while_an_action_runs(
                 assert app.describe_backend() in text
                 await pilot.press("enter")  # "Keep running" is focused
                 await pilot.pause()
-                assert isinstance(app.screen, MainScreen) and app.is_running
+                assert isinstance(app.screen, BrowseScreen) and app.is_running
             gate.set()
             await settle(pilot)
             expires = demo.store.get_checkpoint(row.run_id, row.checkpoint_id).expires_at
@@ -281,7 +281,7 @@ async def test_readonly_shows_in_the_header_and_drops_changes_from_the_footer(
             row = highlighted(app)
             await pilot.press("d")  # the key still says why it does nothing
             await settle(pilot)
-            assert isinstance(app.screen, MainScreen)
+            assert isinstance(app.screen, BrowseScreen)
             assert any("Read-only mode" in n.message for n in app._notifications)
             assert demo.store.get_checkpoint(row.run_id, row.checkpoint_id).size_bytes
 

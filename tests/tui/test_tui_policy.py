@@ -8,16 +8,16 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input, Static
 
+from ckpt_tui.backends.fleet_view import row_key, run_key
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.cli import main
 from ckpt_tui.policy import KeepPolicy, Plan, plan
 from ckpt_tui.store import Store
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.fleet_view import row_key, run_key
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from tests.support.demo_fixture import ServedDemo
 from tests.support.dialogs import shown_text
 from tests.support.tui import checkpoints, make_app, runs, screen_of, settle
@@ -30,13 +30,13 @@ def live(store: Store) -> dict[str, object]:
     return {c.tinker_path: c for c in store.list_checkpoints(0, 10_000)[0]}
 
 
-def main_screen(app: CkptApp) -> MainScreen:
-    """The main screen, also while a dialog is open over it."""
-    return next(screen for screen in app.screen_stack if isinstance(screen, MainScreen))
+def browse_screen(app: CkptApp) -> BrowseScreen:
+    """The browse screen, also while a dialog is open over it."""
+    return next(screen for screen in app.screen_stack if isinstance(screen, BrowseScreen))
 
 
 def run_named(app: CkptApp, name: str) -> RunSummary:
-    catalog = main_screen(app).catalog
+    catalog = browse_screen(app).catalog
     assert catalog is not None
     return next(run for run in catalog.runs if run.display_name == name)
 
@@ -52,22 +52,22 @@ async def keep_policy(pilot: Pilot[None], app: CkptApp) -> None:
     await pilot.pause()
 
 
-async def open_policy(pilot: Pilot[None], app: CkptApp, run: str = SFT) -> KeepPolicyScreen:
+async def open_policy(pilot: Pilot[None], app: CkptApp, run: str = SFT) -> KeepPolicyDialog:
     """Highlight `run` in the by-run view and run `k`; the dialog is open on return."""
     assert runs(app).move_cursor_to_key(run_key(run_named(app, run)))
     await settle(pilot)
     await keep_policy(pilot, app)
     dialog = app.screen
-    assert isinstance(dialog, KeepPolicyScreen)
+    assert isinstance(dialog, KeepPolicyDialog)
     return dialog
 
 
-async def keep_last(pilot: Pilot[None], dialog: KeepPolicyScreen, count: int) -> None:
+async def keep_last(pilot: Pilot[None], dialog: KeepPolicyDialog, count: int) -> None:
     dialog.query_one("#kp-last", Input).value = str(count)
     await pilot.pause()
 
 
-def text_of(dialog: KeepPolicyScreen, selector: str) -> str:
+def text_of(dialog: KeepPolicyDialog, selector: str) -> str:
     return shown_text(dialog.query_one(selector, Static))
 
 
@@ -161,12 +161,12 @@ async def test_marked_checkpoints_scope_their_runs(demo: ServedDemo) -> None:
         assert screen_of(app).marked.endswith("/mo")  # the marked set's cost
         await keep_policy(pilot, app)
         dialog = app.screen
-        assert isinstance(dialog, KeepPolicyScreen)
+        assert isinstance(dialog, KeepPolicyDialog)
         scope = text_of(dialog, "#kp-scope")
         assert "the 2 runs holding the 2 marked checkpoints · 31 stored checkpoints" in scope
         dialog.query_one("#kp-all", Checkbox).value = True
         await pilot.pause()
-        catalog = main_screen(app).catalog
+        catalog = browse_screen(app).catalog
         assert catalog is not None
         stored = sum(len(run.stored_rows) for run in catalog.runs)
         assert f"all 6 runs · {stored} stored checkpoints" in text_of(dialog, "#kp-scope")
@@ -190,7 +190,7 @@ async def test_readonly_refuses_the_keep_policy(demo: ServedDemo) -> None:
         await settle(pilot)
         await pilot.press("K")
         await settle(pilot)
-        assert not isinstance(app.screen, KeepPolicyScreen)
+        assert not isinstance(app.screen, KeepPolicyDialog)
         messages = [n.message for n in app._notifications]
         assert any("Read-only mode: applying a keep policy is off" in m for m in messages)
 
@@ -205,7 +205,7 @@ async def test_a_policy_keeping_everything_cannot_be_confirmed(demo: ServedDemo)
         assert dialog.query_one("#kp-expire", Button).disabled
         await pilot.press("enter")  # on the Last field: moves on, never confirms
         await pilot.pause()
-        assert isinstance(app.screen, KeepPolicyScreen)
+        assert isinstance(app.screen, KeepPolicyDialog)
         await pilot.press("escape")
         await settle(pilot)
 
@@ -215,10 +215,10 @@ async def test_shift_k_opens_the_dialog_and_k_still_moves_up(demo: ServedDemo) -
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("j", "k")
-        assert isinstance(app.screen, MainScreen) and checkpoints(app).cursor_row == 0
+        assert isinstance(app.screen, BrowseScreen) and checkpoints(app).cursor_row == 0
         await pilot.press("K")
         await pilot.pause()
-        assert isinstance(app.screen, KeepPolicyScreen)
+        assert isinstance(app.screen, KeepPolicyDialog)
         box = app.screen.query_one("#kp-box")
         assert box.border_title == f"Keep policy on {app.describe_backend()}"
         assert demo.url.removeprefix("http://") in app.describe_backend()

@@ -23,7 +23,7 @@ from ckpt_tui.backends import Connection
 from ckpt_tui.backends.config import load_config
 from ckpt_tui.backends.resolve import Wanted, resolve
 from ckpt_tui.cli.common import connect
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
@@ -119,7 +119,7 @@ async def test_no_frame_of_a_request_holds_the_key_as_text(
     """Behind the traceback without locals: were locals ever shown, the key is a Secret in
     every frame of ckpt-tui (the start-up and the request alike)."""
     monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", failing_connection)
-    async with CheckpointClient(Backend.remote(box_url, KEY, "$BK")) as client:
+    async with CheckpointClient(Endpoint.remote(box_url, KEY, "$BK")) as client:
         with pytest.raises(LibraryFault) as raised:
             await client.list_training_runs()
     assert key_holding_frames(raised.value.__traceback__) == []
@@ -140,7 +140,7 @@ async def test_a_refused_key_says_key_refused_wherever_its_state_shows(
     its right key) still loads."""
     wrong = "tml-s3cret-but-wrong"
     refused = configured(tmp_path, box_url, wrong, monkeypatch)
-    healthy = connection(Backend.remote(other_url, KEY, "test key"), "good")
+    healthy = connection(Endpoint.remote(other_url, KEY, "test key"), "good")
     app = app_on([refused, healthy], None, clock)
     async with app.run_test(size=(220, 40)) as pilot:
         await settle(pilot)

@@ -10,8 +10,8 @@ from rich.console import Console
 from textual.widgets import Footer
 
 from ckpt_tui.tui.app import CkptApp
-from ckpt_tui.tui.screens.help import CLOSE_HINT, help_text
-from ckpt_tui.tui.screens.main import MainScreen
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen
+from ckpt_tui.tui.screens.help_dialog import CLOSE_HINT, help_text
 from tests.support.tui import (
     PICTURE_URL,
     checkpoints,
@@ -108,7 +108,7 @@ async def test_help_says_how_to_close_it_and_q_does(tmp_path: Path) -> None:
             assert CLOSE_HINT in screen_text(app)
             await pilot.press("q")
             await pilot.pause()
-            assert isinstance(app.screen, MainScreen)
+            assert isinstance(app.screen, BrowseScreen)
 
 
 def test_a_wrapped_help_line_stays_in_its_column() -> None:

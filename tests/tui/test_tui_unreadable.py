@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_tui.client import Backend
+from ckpt_tui.client import Endpoint
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog
 from tests.support.clock import T0
 from tests.support.layouts import written_long_ago
 from tests.support.small_disk import small_tmpfs
@@ -38,7 +38,7 @@ async def test_a_folder_not_read_is_named_and_no_keep_policy_plans(
     with Store.open(box) as store:
         store.set_public("trainer-out", TEN, True)
     with small_tmpfs(box / "trainer-out" / "checkpoint-10"):
-        app = app_on([connection(Backend.local(box))], None, clock)
+        app = app_on([connection(Endpoint.local(box))], None, clock)
         async with app.run_test(size=(160, 40)) as pilot:
             await settle(pilot)
             await pilot.press("2", "slash", *"checkpoint-10", "enter")
@@ -50,7 +50,7 @@ async def test_a_folder_not_read_is_named_and_no_keep_policy_plans(
             assert "trainer-out/checkpoint-10: on another file system" in messages
             await pilot.press("K")
             await settle(pilot)
-            assert not isinstance(app.screen, KeepPolicyScreen)
+            assert not isinstance(app.screen, KeepPolicyDialog)
             messages = "\n".join(str(n.message) for n in app._notifications)
             assert "No keep policy on a partial list" in messages
     with Store.open(box) as store:
@@ -64,7 +64,7 @@ async def test_a_partial_list_shows_as_partial_after_its_notice_is_gone(
     status line read as if the list were whole. They say it is partial, and `?` says why."""
     problem = "trainer-out/checkpoint-10: on another file system (a mount point), not read"
     with small_tmpfs(box / "trainer-out" / "checkpoint-10"):
-        app = app_on([connection(Backend.local(box))], None, clock)
+        app = app_on([connection(Endpoint.local(box))], None, clock)
         async with app.run_test(size=(160, 40)) as pilot:
             await settle(pilot)
             app.clear_notifications()  # as the notice's time runs out

@@ -16,7 +16,7 @@ from ckpt_tui.backends import (
 )
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
-from ckpt_tui.training.logdirs import Discovery
+from ckpt_tui.training.logdirs import LogDirDiscovery
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 GIB = 2**30
@@ -41,7 +41,7 @@ def snapshot_of(backend: str, sizes: list[int | None], incomplete: str = "") -> 
         for n, size in enumerate(sizes)
     ]
     return Snapshot.join(
-        [run], checkpoints, Discovery([], []), cache=RowCache(backend), incomplete=incomplete
+        [run], checkpoints, LogDirDiscovery([], []), cache=RowCache(backend), incomplete=incomplete
     )
 
 

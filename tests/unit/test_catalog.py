@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ckpt_tui.catalog import Catalog, RowState
 from ckpt_tui.catalog.snapshot import LogDirSettings, load_snapshot
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from tests.support.demo_fixture import ServedDemo
 
 
 async def load(demo: ServedDemo) -> Catalog:
     settings = LogDirSettings((demo.paths.logs,), runs_root=None)
-    async with CheckpointClient(Backend.remote(demo.url)) as client:
+    async with CheckpointClient(Endpoint.remote(demo.url)) as client:
         snapshot = await load_snapshot(client, settings, own_logs_only=False)
     assert snapshot.problems == []
     return snapshot.catalog

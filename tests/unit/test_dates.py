@@ -9,9 +9,9 @@ import pytest
 
 from ckpt_tui.cli import build_parser, prune
 from ckpt_tui.policy import PolicyError
+from ckpt_tui.policy.form import FormValues, policy_from_form
 from ckpt_tui.timekeeping.dates import DateError, find_instant, parse_instant
 from ckpt_tui.timekeeping.ttl import TtlError, parse_ttl
-from ckpt_tui.tui.screens.keep_policy_form import FormValues, policy_from_form
 
 UTC = timezone.utc
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

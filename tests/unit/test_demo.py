@@ -21,7 +21,7 @@ import pytest
 from ckpt_tui.catalog import Catalog, CheckpointRow, RowState, RunSummary
 from ckpt_tui.catalog.snapshot import LogDirSettings, load_snapshot
 from ckpt_tui.cli import main as cli_main
-from ckpt_tui.client import Backend, CheckpointClient
+from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.demo import DemoError, build_demo
 from ckpt_tui.server import create_app
 from ckpt_tui.sizes import read_safetensors_header
@@ -129,7 +129,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDemo]:
 @pytest.fixture(scope="module")
 def catalog(served: ServedDemo) -> Catalog:
     async def load() -> Catalog:
-        async with CheckpointClient(Backend.remote(served.url)) as client:
+        async with CheckpointClient(Endpoint.remote(served.url)) as client:
             settings = LogDirSettings((served.paths.logs,), runs_root=None)
             return (await load_snapshot(client, settings, own_logs_only=False)).catalog
 

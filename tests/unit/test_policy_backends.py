@@ -9,7 +9,7 @@ from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.catalog import CheckpointRow, build_catalog
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.policy import KeepPolicy, plan
-from ckpt_tui.tui.screens.keep_policy_preview import total_summary
+from ckpt_tui.policy.totals import total_summary
 from tests.support.dialogs import NOW, GiB
 
 RUN = "run-a"

@@ -11,10 +11,10 @@ import msgspec
 import pytest
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
+from ckpt_tui.catalog.log_refresh import refresh_log_dirs
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import discover_log_dirs
-from ckpt_tui.tui.log_refresh import refresh_log_dirs
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -106,7 +106,7 @@ async def download(
     finish. A folder holding an unfinished download of `path` is resumed."""
     signed = await client.signed_types()
     if path.checkpoint_type not in signed:
-        raise DownloadError(cannot_sign(path, client.backend.display_url, signed))
+        raise DownloadError(cannot_sign(path, client.endpoint.display_url, signed))
     book = UrlBook(lambda: client.signed_urls(path), clock)
     folder = folder.expanduser().resolve()
     targets = target_paths(folder, (await book.current()).urls)

@@ -9,13 +9,13 @@ opcode by opcode and never loaded (`pickle_scan`).
 
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import run_id_for
-from ckpt_tui.store.discover.walk import Discovery, Reading, discover, examine_run, watch_changed
+from ckpt_tui.store.discover.walk import Reading, WalkedRuns, discover, examine_run, watch_changed
 
 __all__ = [
-    "Discovery",
     "FoundCheckpoint",
     "FoundRun",
     "Reading",
+    "WalkedRuns",
     "discover",
     "examine_run",
     "run_id_for",

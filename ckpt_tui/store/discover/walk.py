@@ -4,9 +4,9 @@ Depth is bounded (`MAX_DEPTH`), links are never followed (so no loops), `runs/` 
 layout, read elsewhere) and `.ckpt-tui/` at the root are skipped, as are hidden folders,
 `__pycache__` and `node_modules`. A folder recognized as a checkpoint is not descended into.
 A folder that cannot be read, or lies on another file system, is remembered as unread
-(`Discovery.unread`): what it holds is unknown, not absent. A folder holding a store of its own
-(`.ckpt-tui/`) is never walked into: it is another backend (`Discovery.stores`).
-Every folder listed is remembered with its mtime (`Discovery.watch`): when one changes, a
+(`WalkedRuns.unread`): what it holds is unknown, not absent. A folder holding a store of its own
+(`.ckpt-tui/`) is never walked into: it is another backend (`WalkedRuns.stores`).
+Every folder listed is remembered with its mtime (`WalkedRuns.watch`): when one changes, a
 folder was added or removed somewhere, and the walk runs again.
 """
 
@@ -53,15 +53,15 @@ class Reading:
 
 
 @dataclass
-class Discovery:
+class WalkedRuns:
     runs: list[FoundRun] = field(default_factory=list)
     watch: dict[str, int | None] = field(default_factory=dict)
     reading: Reading = field(default_factory=Reading)
 
 
-def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DEPTH) -> Discovery:
+def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DEPTH) -> WalkedRuns:
     """Every run under `root`; `reserved` are ids already taken (the tinker-layout runs)."""
-    result = Discovery(reading=Reading.of(root))
+    result = WalkedRuns(reading=Reading.of(root))
     stack: list[tuple[str, str, int]] = [(os.fspath(root), "", 0)]
     while stack:
         path, rel, depth = stack.pop()

@@ -22,10 +22,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_TEXT
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_size, format_total, total
 from ckpt_tui.timekeeping.ttl import format_created
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
 from ckpt_tui.words import plural
 

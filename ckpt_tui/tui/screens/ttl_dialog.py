@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 
+from ckpt_tui.backends.fleet_view import RowKey, row_key
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.timekeeping.ttl import (
     TtlError,
@@ -29,7 +30,6 @@ from ckpt_tui.timekeeping.ttl import (
     format_exact,
     parse_ttl,
 )
-from ckpt_tui.tui.fleet_view import RowKey, row_key
 
 DAY = 86400
 PREVIEW_ROWS = 8

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from ckpt_tui.actions.fleet_action import FleetAction
+from ckpt_tui.actions.owners import Targets
+from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, row_key, run_key
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.timekeeping.ttl import format_duration
-from ckpt_tui.tui.fleet_action import FleetAction
-from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, row_key, run_key
-from ckpt_tui.tui.owners import Targets
-from ckpt_tui.tui.screens.changes import Changes
-from ckpt_tui.tui.screens.keep_policy import KeepPolicyScreen, PolicyOutcome
+from ckpt_tui.tui.screens.browse.changes import Changes
+from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ async def keep_policy_flow(changes: Changes) -> None:
         return
     runs, label = policy_scope(selection_of(changes), catalog)
     services = changes.services
-    dialog = KeepPolicyScreen(
+    dialog = KeepPolicyDialog(
         runs,
         label,
         services.clock.now(),
@@ -91,11 +91,13 @@ async def keep_policy_flow(changes: Changes) -> None:
     )
     outcome = await host.app.push_screen_wait(dialog)
     if outcome is not None:
-        await carry_out(changes, outcome)
+        await start_plan(changes, outcome)
 
 
-async def carry_out(changes: Changes, outcome: PolicyOutcome) -> None:
-    """Each backend's part to its owner; a read-only backend's part is left out, and said so."""
+async def start_plan(changes: Changes, outcome: PolicyOutcome) -> None:
+    """Each backend's part to its owner; a read-only backend's part is left out, and said so.
+    The deletions run as one `FleetAction`, as `prune`'s do (`ckpt_tui.actions.keep_policy`),
+    once the delete dialog has confirmed them."""
     targets = Targets.split(outcome.plan.to_delete, changes.services.connections)
     rows = targets.rows
     if not rows:

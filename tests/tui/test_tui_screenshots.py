@@ -1,4 +1,4 @@
-"""Snapshots of the main screen's views and its error state, on the demo at a fixed time.
+"""SVG screenshots of the browse screen's views and its error state, on the demo at a fixed time.
 
 Look at the SVGs when they change (`rsvg-convert -o x.png x.svg`). Nothing in them varies
 between runs: fixed clock, fixed backend URL, the real server app in-process.
@@ -14,7 +14,7 @@ from starlette.types import ASGIApp
 from textual.pilot import Pilot
 
 from tests.support.faulty_app import FaultyApp
-from tests.support.snapshots import SnapCompare
+from tests.support.screenshots import SnapCompare
 from tests.support.tui import pictured_demo, settle
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 36), id="120x36")]

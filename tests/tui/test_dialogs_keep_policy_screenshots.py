@@ -1,9 +1,9 @@
-"""Snapshots of the keep-policy dialog with a preview (look at the SVGs when they change)."""
+"""SVG screenshots of the keep-policy dialog with a preview (look at the SVGs when they change)."""
 
 from __future__ import annotations
 
 from tests.support.keep_policy_dialog import dialog_app
-from tests.support.snapshots import SnapCompare, pressing
+from tests.support.screenshots import SnapCompare, pressing
 
 
 def test_keep_last_two_with_costs_small(snap_compare: SnapCompare) -> None:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
-from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Discovery, LogDir, Metrics, read_metrics
+from ckpt_tui.training.logdirs import (
+    METRICS_FILE_NAME,
+    LogDir,
+    LogDirDiscovery,
+    Metrics,
+    read_metrics,
+)
 
 
 def refresh_log_dirs(snapshot: Snapshot, cache: RowCache) -> Snapshot | None:
@@ -16,7 +22,7 @@ def refresh_log_dirs(snapshot: Snapshot, cache: RowCache) -> Snapshot | None:
     fresh = [LogDir(old.path, old.display_name) if old.has_changed() else old for old in log_dirs]
     if all(new is old for new, old in zip(fresh, log_dirs, strict=True)):
         return None
-    discovery = Discovery(fresh, snapshot.discovery.problems)
+    discovery = LogDirDiscovery(fresh, snapshot.discovery.problems)
     return Snapshot.join(
         snapshot.runs,
         snapshot.checkpoints,

@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from ckpt_tui.backends import Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.catalog.query import Sort, SortKey
-from ckpt_tui.tui import render
-from ckpt_tui.tui.fleet_view import FleetCatalog
-from ckpt_tui.tui.groups import RunsEntry, grouped_runs
-from ckpt_tui.tui.state import (
+from ckpt_tui.tui.view import render
+from ckpt_tui.tui.view.groups import RunsEntry, grouped_runs
+from ckpt_tui.tui.view.state import (
     BrowseState,
     RunSort,
     RunSortKey,

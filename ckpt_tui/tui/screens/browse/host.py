@@ -1,4 +1,4 @@
-"""What the plain objects working for the main screen (its feed, its changes) use of it.
+"""What the plain objects working for the browse screen (its feed, its changes) use of it.
 
 They name the screen by these protocols, never by its class, so no module imports back.
 """
@@ -12,7 +12,7 @@ from textual.notifications import SeverityLevel
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.catalog.row_cache import RowCache
-from ckpt_tui.tui.services import Services
+from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.widgets.fast_table import FastTable
 
 

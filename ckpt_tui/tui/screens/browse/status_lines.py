@@ -11,9 +11,9 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from ckpt_tui.backends import Fleet
-from ckpt_tui.tui.fleet_view import FleetCatalog
-from ckpt_tui.tui.services import Services
-from ckpt_tui.tui.status import StatusFacts, fleet_header, header_text, status_text
+from ckpt_tui.backends.fleet_view import FleetCatalog
+from ckpt_tui.tui.screens.browse.services import Services
+from ckpt_tui.tui.view.status import StatusFacts, fleet_header, header_text, status_text
 
 
 class HeaderLine(Static):
@@ -57,7 +57,7 @@ class HeaderLine(Static):
             services.clock.now(),
             state.rate if state is not None else None,
             self.size.width,
-            client.backend.short_name(),
+            client.endpoint.short_name(),
             readonly=services.readonly,
             partial=state is not None and bool(state.snapshot and state.snapshot.incomplete),
         )

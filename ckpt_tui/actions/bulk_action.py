@@ -52,7 +52,7 @@ class BulkAction:
 
     async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:
         """Apply it through the client; one outcome per path, never raising half-way."""
-        change = CHANGES[self.kind]
+        change = CLIENT_CALLS[self.kind]
 
         def one(path: str) -> Awaitable[None]:
             return change(client, self, path)
@@ -72,18 +72,28 @@ class BulkAction:
         return {o.target: short_reason(o) for o in self.outcomes if not o.ok}
 
     def progress_text(self, done: int) -> str:
-        return f"{VERBS[self.kind][0]} {done:,} of {len(self.paths):,}…"
+        return progress_text(self.kind, done, len(self.paths))
 
     def summary(self) -> str:
         """'Deleted 38 of 40; 2 failed'."""
-        ok = sum(outcome.ok for outcome in self.outcomes)
-        text = f"{VERBS[self.kind][1]} {ok:,} of {len(self.paths):,}"
-        failed = len(self.paths) - ok
-        return f"{text}; {failed:,} failed" if failed else text
+        return summary_text(self.kind, sum(o.ok for o in self.outcomes), len(self.paths))
+
+
+def progress_text(kind: ActionKind, done: int, total: int) -> str:
+    """'Deleting 12 of 40…': how a change is going."""
+    return f"{VERBS[kind][0]} {done:,} of {total:,}…"
+
+
+def summary_text(kind: ActionKind, ok: int, total: int) -> str:
+    """'Deleted 38 of 40; 2 failed': how a change went (the TUI's status line and session
+    log, `prune`'s entry in the actions log)."""
+    text = f"{VERBS[kind][1]} {ok:,} of {total:,}"
+    failed = total - ok
+    return f"{text}; {failed:,} failed" if failed else text
 
 
 Change = Callable[[CheckpointClient, BulkAction, str], Awaitable[None]]
-CHANGES: dict[ActionKind, Change] = {
+CLIENT_CALLS: dict[ActionKind, Change] = {
     "delete": lambda client, _, path: client.delete_checkpoint(path),
     "publish": lambda client, _, path: client.publish(path),
     "unpublish": lambda client, _, path: client.unpublish(path),

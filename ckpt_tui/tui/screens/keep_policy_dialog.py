@@ -21,17 +21,18 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_SECONDS
 from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.catalog.join import metric_choices, metric_keys
 from ckpt_tui.policy import Plan, PolicyError, plan
-from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_SECONDS
-from ckpt_tui.tui.screens.keep_policy_form import (
+from ckpt_tui.policy.form import (
     FormValues,
-    metric_choices,
     policy_from_form,
     stored_rows,
 )
-from ckpt_tui.tui.screens.keep_policy_preview import PlanPreview, Rates, total_summary
+from ckpt_tui.policy.totals import Rates, total_summary
+from ckpt_tui.timekeeping.ttl import TtlError, format_duration, parse_ttl
+from ckpt_tui.tui.widgets.plan_preview import PlanPreview
 from ckpt_tui.tui.widgets.tick_box import TickBox
 from ckpt_tui.words import count_of
 
@@ -65,7 +66,7 @@ def number_input(field_id: str, placeholder: str) -> Input:
     )
 
 
-class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
+class KeepPolicyDialog(ModalScreen[PolicyOutcome | None]):
     """Plan deletions by a keep policy over `runs` (or, toggled, over `all_runs`)."""
 
     DEFAULT_CLASSES = "dialog"
@@ -189,7 +190,7 @@ class KeepPolicyScreen(ModalScreen[PolicyOutcome | None]):
         self.query_one("#kp-scope", Static).update(scope)
         select = self.query_one("#kp-metric", Select)
         current = select.selection
-        keys = metric_choices(self.rows)
+        keys = metric_choices(metric_keys(run.stored_rows) for run in runs)
         select.set_options((key, key) for key in keys)
         if keys:
             select.value = current if current in keys else keys[0]

@@ -1,11 +1,11 @@
-"""Snapshots of each dialog at fixed times (look at the SVGs when they change)."""
+"""SVG screenshots of each dialog at fixed times (look at the SVGs when they change)."""
 
 from __future__ import annotations
 
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
-from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
+from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
 from tests.support.dialogs import (
     NOW,
@@ -18,7 +18,7 @@ from tests.support.dialogs import (
     rows_of,
     sample_log,
 )
-from tests.support.snapshots import SnapCompare, pressing
+from tests.support.screenshots import SnapCompare, pressing
 
 
 def mixed_rows() -> list[CheckpointRow]:
@@ -75,5 +75,5 @@ def test_publish(snap_compare: SnapCompare) -> None:
 
 
 def test_session_log(snap_compare: SnapCompare) -> None:
-    app = DialogApp(lambda: SessionLogScreen(sample_log(), NOW))
+    app = DialogApp(lambda: SessionLogDialog(sample_log(), NOW))
     assert snap_compare(app, terminal_size=(120, 36))

@@ -13,7 +13,7 @@ from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.sizes import format_size
 from ckpt_tui.timekeeping.ttl import describe_expiry, format_created, format_exact
 from ckpt_tui.training.logdirs import Metrics
-from ckpt_tui.tui.sparkline import pick_series, sparkline
+from ckpt_tui.tui.view.sparkline import pick_series, sparkline
 
 CURVE_WIDTH = 60
 

@@ -1,7 +1,7 @@
 """The actions that change checkpoints: publish, set TTLs, delete, retries (and, through
 `policy_flow.py`, keep policies).
 
-`Changes` is a plain object the main screen owns: it asks through the dialogs, runs one action
+`Changes` is a plain object the browse screen owns: it asks through the dialogs, runs one action
 at a time, each backend's part through that backend's own client and side by side, and tells
 the screen what each server confirmed. Nothing here touches a file, and a view changes only
 when the server has confirmed it. A read-only backend's part is left out, and the dialog
@@ -17,26 +17,26 @@ from datetime import datetime
 from functools import partial
 from typing import Protocol
 
+from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
+from ckpt_tui.actions.fleet_action import FleetAction
+from ckpt_tui.actions.owners import Targets, refusal
+from ckpt_tui.actions.session_log import LogEntry, LogItem
 from ckpt_tui.backends import Fleet
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome
-from ckpt_tui.tui.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
-from ckpt_tui.tui.fleet_action import FleetAction
-from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, row_key
-from ckpt_tui.tui.owners import Targets, refusal
+from ckpt_tui.tui.screens.browse.host import ScreenHost
+from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
-from ckpt_tui.tui.screens.host import ScreenHost
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
-from ckpt_tui.tui.screens.session_log_view import SessionLogScreen
+from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
-from ckpt_tui.tui.services import Services
-from ckpt_tui.tui.session_log import LogEntry, LogItem
-from ckpt_tui.tui.state import BrowseState, SortedRows, visible_rows
+from ckpt_tui.tui.view.state import BrowseState, SortedRows, visible_rows
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
-CHANGES = {
+CHANGING_ACTIONS = {
     "publish": "publishing",
     "ttl": "changing TTLs",
     "delete": "deleting",
@@ -233,7 +233,7 @@ class Changes:
 
     def show_log(self) -> None:
         log = self.services.session_log
-        self.host.app.push_screen(SessionLogScreen(log, self.services.clock.now()))
+        self.host.app.push_screen(SessionLogDialog(log, self.services.clock.now()))
 
     # --- running one action -----------------------------------------------------------------
     def start(self, action: FleetAction) -> None:

@@ -23,10 +23,10 @@ from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import KEY_REFUSED
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key, run_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import VIEWS, Sort
 from ckpt_tui.catalog.row_cache import RowCache
-from ckpt_tui.tui import render
 from ckpt_tui.tui.commands import (
     ACTION_COMMANDS,
     BROWSE_COMMANDS,
@@ -34,10 +34,9 @@ from ckpt_tui.tui.commands import (
     bindings,
     change_keys,
 )
-from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, row_key, run_key
-from ckpt_tui.tui.groups import BackendGroup, RunsEntry, entry_cells
-from ckpt_tui.tui.screens.changes import CHANGES, Changes
-from ckpt_tui.tui.screens.panes import (
+from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes
+from ckpt_tui.tui.screens.browse.details import DetailsPane
+from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
     clicked_run_sort,
@@ -45,16 +44,17 @@ from ckpt_tui.tui.screens.panes import (
     show_groups,
     show_panes,
 )
-from ckpt_tui.tui.screens.policy_flow import keep_policy_flow
-from ckpt_tui.tui.screens.snapshot_feed import SnapshotFeed
-from ckpt_tui.tui.services import Services
-from ckpt_tui.tui.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.status import BackendProgress, StatusFacts, failed_text, marked_text
+from ckpt_tui.tui.screens.browse.policy_flow import keep_policy_flow
+from ckpt_tui.tui.screens.browse.services import Services
+from ckpt_tui.tui.screens.browse.snapshot_feed import SnapshotFeed
+from ckpt_tui.tui.screens.browse.status_lines import HeaderLine, StatusLine
+from ckpt_tui.tui.view import render
+from ckpt_tui.tui.view.groups import BackendGroup, RunsEntry, entry_cells
+from ckpt_tui.tui.view.state import BrowseState, RunSort, SortedRows, next_metric
+from ckpt_tui.tui.view.status import BackendProgress, StatusFacts, failed_text, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
-from ckpt_tui.tui.widgets.details import DetailsPane
 from ckpt_tui.tui.widgets.filter_box import FilterBox
 from ckpt_tui.tui.widgets.fitting_footer import FittingFooter
-from ckpt_tui.tui.widgets.status_lines import HeaderLine, StatusLine
 
 SHORT = 30
 """Fewer lines than this: the runs and details panes get shorter."""
@@ -70,7 +70,7 @@ BROWSE_BINDINGS: list[BindingType] = [
 ]
 
 
-class MainScreen(Screen[None], inherit_bindings=False):
+class BrowseScreen(Screen[None], inherit_bindings=False):
     """Browse runs and checkpoints, and (unless read-only) publish, set TTLs and delete."""
 
     # Not inherited: inherited bindings would come first in the footer, before the actions.
@@ -80,7 +80,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         # Reached only when check_action turns the change itself off (read-only mode).
         *(
             Binding(key, f"say_readonly({verb!r})", show=False)
-            for action, verb in CHANGES.items()
+            for action, verb in CHANGING_ACTIONS.items()
             for key in change_keys([action])
         ),
     ]
@@ -195,7 +195,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
     # --- layout ------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield HeaderLine(self.services, id="header-line").data_bind(
-            fleet=MainScreen.fleet, fetching=MainScreen.fetching
+            fleet=BrowseScreen.fleet, fetching=BrowseScreen.fetching
         )
         yield Static(id="too-small")
         with Vertical(id="body"):
@@ -219,7 +219,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
             id="filter",
             placeholder="filter by name, path or metadata; enter keeps it, esc clears",
         )
-        yield StatusLine(id="status-line").data_bind(facts=MainScreen.status)
+        yield StatusLine(id="status-line").data_bind(facts=BrowseScreen.status)
         yield FittingFooter()
 
     @property
@@ -384,7 +384,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         if self.several or catalog is None or catalog.runs or self.feed.first_loads():
             return None
         client = self.services.client(self.fleet.names[0])
-        return client.backend.nothing_found()
+        return client.endpoint.nothing_found()
 
     # --- the changes ---------------------------------------------------------------------------
     @work(group="bulk", description="apply an action")
@@ -473,15 +473,15 @@ class MainScreen(Screen[None], inherit_bindings=False):
         await self.app.action_quit()
 
     def action_help(self) -> None:
-        from ckpt_tui.tui.screens.help import HelpScreen
+        from ckpt_tui.tui.screens.help_dialog import HelpDialog
 
-        self.app.push_screen(HelpScreen(self.incomplete_problems()))
+        self.app.push_screen(HelpDialog(self.incomplete_problems()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While the filter box has focus, "/" is a character to type, not the filter key; in
         read-only mode the changes leave the footer, and their keys only say why."""
         readonly = self.services.readonly
-        if action in CHANGES and readonly:
+        if action in CHANGING_ACTIONS and readonly:
             return False
         if action == "say_readonly":
             return readonly

@@ -1,7 +1,7 @@
 """Bringing every backend's snapshot to the browse screen: each backend loads on its own (its
 first load page by page), refreshes, live training logs, and the loss curves' metrics.jsonl.
 
-`SnapshotFeed` is a plain object the main screen owns; the screen runs its methods in its
+`SnapshotFeed` is a plain object the browse screen owns; the screen runs its methods in its
 workers (a worker belongs to a Textual node), one per backend, and shows the fleet the feed
 hands it: each load replaces only its own backend's entry, so one slow or failing backend
 never holds back the others.
@@ -19,20 +19,20 @@ from typing import Protocol
 
 from ckpt_tui.backends import BackendState, Connection, Fleet
 from ckpt_tui.backends.fleet import UNREACHABLE, ErrorKind
+from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
 from ckpt_tui.backends.identity import one_store_message, store_id_of
 from ckpt_tui.backends.load import error_kind, failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog import RunSummary
+from ckpt_tui.catalog.log_refresh import refresh_log_dirs, refresh_metrics
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot, load_snapshot
 from ckpt_tui.client import ClientError
 from ckpt_tui.training.logdirs import METRICS_FILE_NAME, Metrics, read_metrics
-from ckpt_tui.tui.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
-from ckpt_tui.tui.groups import RunsEntry
-from ckpt_tui.tui.log_refresh import refresh_log_dirs, refresh_metrics
-from ckpt_tui.tui.screens.host import ScreenHost
-from ckpt_tui.tui.services import Services
-from ckpt_tui.tui.state import BrowseState
-from ckpt_tui.tui.status import BackendProgress, failed_text
+from ckpt_tui.tui.screens.browse.host import ScreenHost
+from ckpt_tui.tui.screens.browse.services import Services
+from ckpt_tui.tui.view.groups import RunsEntry
+from ckpt_tui.tui.view.state import BrowseState
+from ckpt_tui.tui.view.status import BackendProgress, failed_text
 from ckpt_tui.tui.widgets import FastTable
 from ckpt_tui.words import count_of
 

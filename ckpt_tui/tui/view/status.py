@@ -10,11 +10,11 @@ from rich.text import Text
 
 from ckpt_tui.backends import BackendState, Fleet, Totals
 from ckpt_tui.backends.fleet import KEY_REFUSED, ErrorKind
+from ckpt_tui.backends.fleet_view import FleetCatalog
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import SizeTotal, format_total, total
 from ckpt_tui.timekeeping.ttl import describe_expiry
-from ckpt_tui.tui.fleet_view import FleetCatalog
 
 
 def with_cost(size: SizeTotal, rate: float | None) -> str:

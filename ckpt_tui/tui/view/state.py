@@ -6,14 +6,15 @@ choices) and asks it for the rows to show.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Literal
 
+from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, run_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
+from ckpt_tui.catalog.join import metric_choices
 from ckpt_tui.catalog.query import (
     EXPIRING_WINDOWS,
     SORT_KEYS,
@@ -27,7 +28,6 @@ from ckpt_tui.catalog.query import (
 )
 from ckpt_tui.catalog.substring_index import SubstringIndex
 from ckpt_tui.sizes import format_total, total
-from ckpt_tui.tui.fleet_view import FleetCatalog, RunKey, run_key
 
 RunSortKey = Literal["size", "newest", "expiry", "name"]
 RUN_SORT_KEYS: tuple[RunSortKey | None, ...] = (None, "size", "newest", "expiry", "name")
@@ -321,15 +321,6 @@ def counted_scope(catalog: FleetCatalog, state: BrowseState) -> str:
     return f"on all {len(names)} backends" if catalog.several else ""
 
 
-def metric_choices(catalog: FleetCatalog) -> list[str]:
-    """Every metric key, most common first-choice keys first."""
-    firsts = Counter(run.metric_keys[0] for run in catalog.runs if run.metric_keys)
-    ordered = [key for key, _ in firsts.most_common()]
-    for run in catalog.runs:
-        ordered += [key for key in run.metric_keys if key not in ordered]
-    return ordered
-
-
 def current_metric(catalog: FleetCatalog, state: BrowseState) -> str | None:
     """The metric column's key: the user's choice, else the run's (or catalog's) first."""
     if state.metric is not None:
@@ -338,7 +329,7 @@ def current_metric(catalog: FleetCatalog, state: BrowseState) -> str | None:
         run = catalog.run(state.run_key)
         if run and run.metric_keys:
             return run.metric_keys[0]
-    choices = metric_choices(catalog)
+    choices = metric_choices(run.metric_keys for run in catalog.runs)
     return choices[0] if choices else None
 
 
@@ -349,7 +340,7 @@ def current_sort(catalog: FleetCatalog, state: BrowseState) -> Sort:
 
 
 def next_metric(catalog: FleetCatalog, state: BrowseState) -> str | None:
-    choices = metric_choices(catalog)
+    choices = metric_choices(run.metric_keys for run in catalog.runs)
     if not choices:
         return None
     now = current_metric(catalog, state)

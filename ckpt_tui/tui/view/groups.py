@@ -16,7 +16,7 @@ from ckpt_tui.backends import RATE_FROM_BILLING, RATE_SET_BY_YOU, BackendState, 
 from ckpt_tui.catalog import RunSummary
 from ckpt_tui.cost import MonthlyCost, format_cost, monthly_cost
 from ckpt_tui.sizes import format_total
-from ckpt_tui.tui.render import expiry_cell, run_cells
+from ckpt_tui.tui.view.render import expiry_cell, run_cells
 from ckpt_tui.tui.widgets import Cell
 
 SOURCE_WORDS = {RATE_FROM_BILLING: "billing", RATE_SET_BY_YOU: "yours"}

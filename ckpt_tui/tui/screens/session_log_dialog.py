@@ -12,8 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ckpt_tui.actions.session_log import LogEntry, SessionLog
 from ckpt_tui.timekeeping.ttl import format_created
-from ckpt_tui.tui.session_log import LogEntry, SessionLog
 from ckpt_tui.tui.widgets.fitted_line import FittedLine
 
 
@@ -48,7 +48,7 @@ def log_text(log: SessionLog, now: datetime) -> Text:
     return Text("\n\n").join(entry_text(entry, now) for entry in log.newest_first())
 
 
-class SessionLogScreen(ModalScreen[None]):
+class SessionLogDialog(ModalScreen[None]):
     """A scrollable view of the session log; escape, q or L closes it."""
 
     DEFAULT_CLASSES = "dialog"

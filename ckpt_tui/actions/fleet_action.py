@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ckpt_tui.actions.bulk_action import ActionKind, BulkAction, progress_text, summary_text
+from ckpt_tui.backends.fleet_view import RowKey
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.client import CheckpointClient, Outcome
-from ckpt_tui.tui.bulk_action import VERBS, ActionKind, BulkAction
-from ckpt_tui.tui.fleet_view import RowKey
 
 FleetProgress = Callable[[str, Outcome], None]
 """Called as `on_progress(backend, outcome)` after each item."""
@@ -86,18 +86,14 @@ class FleetAction:
         return FleetAction(self.kind, self.label, parts)
 
     def progress_text(self, done: int) -> str:
-        return f"{VERBS[self.kind][0]} {done:,} of {self.count:,}…"
+        return progress_text(self.kind, done, self.count)
 
     def summary(self) -> str:
         """'Deleted 38 of 40; 2 failed', and with several backends where they failed:
         'Deleted 38 of 40; 2 failed (box2: 2)'."""
         ok = sum(outcome.ok for part in self.parts.values() for outcome in part.outcomes)
-        text = f"{VERBS[self.kind][1]} {ok:,} of {self.count:,}"
-        failed = self.count - ok
-        if not failed:
-            return text
-        text = f"{text}; {failed:,} failed"
-        if len(self.parts) > 1:
+        text = summary_text(self.kind, ok, self.count)
+        if ok < self.count and len(self.parts) > 1:
             where = [f"{name}: {len(p.failed)}" for name, p in self.parts.items() if p.failed]
             text += f" ({', '.join(where)})"
         return text

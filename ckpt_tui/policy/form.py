@@ -5,13 +5,12 @@ Every mistake becomes a `PolicyError` whose message names the field as the form 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from ckpt_tui.catalog import CheckpointRow, RunSummary
-from ckpt_tui.catalog.join import metric_keys
-from ckpt_tui.policy import KeepPolicy, PolicyError
+from ckpt_tui.policy.rules import KeepPolicy, PolicyError
 from ckpt_tui.timekeeping.dates import DateError, parse_instant
 
 
@@ -78,8 +77,3 @@ def policy_from_form(values: FormValues) -> KeepPolicy:
 
 def stored_rows(runs: Iterable[RunSummary]) -> list[CheckpointRow]:
     return [row for run in runs for row in run.stored_rows]
-
-
-def metric_choices(rows: Sequence[CheckpointRow]) -> list[str]:
-    """The rows' metric keys to rank by, 'eval_loss'-like ones first, then by name."""
-    return sorted(metric_keys(rows), key=lambda key: ("loss" not in key, key))

@@ -61,7 +61,7 @@ def help_text() -> Table:
     return grid
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpDialog(ModalScreen[None]):
     """A scrollable list of keys; any of escape, q or ? closes it, as its title and frame say."""
 
     DEFAULT_CLASSES = "dialog"

@@ -1,18 +1,18 @@
 """What the screens need from the app, declared here so no screen imports the app module.
 
-`CkptApp` provides all of it; it hands itself to the main screen as `Services`.
+`CkptApp` provides all of it; it hands itself to the browse screen as `Services`.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from ckpt_tui.actions.session_log import SessionLog
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.client import CheckpointClient
 from ckpt_tui.timekeeping.clock import Clock
 from ckpt_tui.training.logdirs import Metrics
-from ckpt_tui.tui.session_log import SessionLog
 
 
 class Services(Protocol):

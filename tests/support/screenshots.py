@@ -1,4 +1,4 @@
-"""Pieces of the snapshot tests: the `snap_compare` fixture's type and a key-pressing run_before."""
+"""Pieces of the screenshot tests: the `snap_compare` fixture's type, a key-pressing run_before."""
 
 from __future__ import annotations
 
