@@ -14,19 +14,10 @@ from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
 from ckpt_tui.client import CheckpointClient, ClientError
-from ckpt_tui.client.download import (
-    DownloadError,
-    FolderRefused,
-    Progress,
-    Result,
-    UnsafeDownload,
-    VerifyError,
-    download,
-)
-from ckpt_tui.client.download.wording import download_line, folder_name
+from ckpt_tui.client.download import DOWNLOAD_FAILURES, Progress, Result, download
+from ckpt_tui.client.download.wording import ProgressView, folder_name
 from ckpt_tui.sizes.size import format_bytes
 from ckpt_tui.timekeeping.clock import clock_from_environ
-from ckpt_tui.timekeeping.rate import RateMeter
 
 DESCRIPTION = """\
 Download each checkpoint's files (TINKER_PATH: tinker://RUN/SEGMENT/NAME) through the signed
@@ -129,9 +120,7 @@ async def _one(
             clock=clock_from_environ(),
             on_progress=None if show is None else show.update,
         )
-    except (DownloadError, FolderRefused, UnsafeDownload, VerifyError) as exc:
-        return f"{path}: {exc}"
-    except ClientError as exc:
+    except (*DOWNLOAD_FAILURES, ClientError) as exc:
         return f"{path}: {exc}"
     finally:
         if show is not None:
@@ -166,17 +155,15 @@ class ProgressLine:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.drawn_at = 0.0
-        self.meter: RateMeter | None = None
+        self.view = ProgressView()
 
     def update(self, progress: Progress) -> None:
+        self.view.update(progress)
         now = time.monotonic()
-        if self.meter is None or self.meter.total != progress.total:  # speed of this run only
-            self.meter = RateMeter(progress.total, done=progress.done)
-        self.meter.update(progress.done)
         if now - self.drawn_at < REDRAW_SECONDS and progress.done < progress.total:
             return
         self.drawn_at = now
-        self.stream.write("\r\x1b[K" + download_line(progress, self.meter))
+        self.stream.write("\r\x1b[K" + self.view.whole_line())
         self.stream.flush()
 
     def clear(self) -> None:

@@ -4,11 +4,10 @@ and each item's outcome says whether it was done, failed or not tried."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from ckpt_tui.client import (
-    Backend,
     CheckpointClient,
+    Endpoint,
     Outcome,
     Pace,
     RetryPolicy,
@@ -18,16 +17,7 @@ from ckpt_tui.client import (
 from ckpt_tui.store import Store
 from tests.support.faulty_app import FaultyApp, RecordedSleeps
 from tests.support.live_server import run_server
-
-WAIT = 20.0
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    for _ in range(int(WAIT / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the expected state did not come")
+from tests.support.waiting import until
 
 
 def live_paths(store: Store) -> set[str]:
@@ -43,7 +33,7 @@ async def stopped_delete(
     stop = Stop()
     policy = RetryPolicy(max_attempts=2, sleep=RecordedSleeps())
     with run_server(faulty) as url:
-        async with CheckpointClient(Backend.remote(url), retry=policy, pace=pace) as client:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy, pace=pace) as client:
             run = asyncio.ensure_future(
                 run_bulk(made, client.delete_checkpoint, concurrency, stop=stop)
             )
@@ -85,7 +75,7 @@ async def test_a_run_not_stopped_reports_every_item_tried(
     faulty.fail_names({"0001"})
     policy = RetryPolicy(max_attempts=1, sleep=RecordedSleeps())
     with run_server(faulty) as url:
-        async with CheckpointClient(Backend.remote(url), retry=policy) as client:
+        async with CheckpointClient(Endpoint.remote(url), retry=policy) as client:
             outcomes = await run_bulk(made, client.delete_checkpoint, 4, stop=Stop())
     assert all(o.tried for o in outcomes)
     assert sum(not o.ok for o in outcomes) == 3

@@ -12,7 +12,11 @@ from ckpt_tui.client.download.folder import FolderRefused
 from ckpt_tui.client.download.targets import UnsafeDownload
 from ckpt_tui.client.download.verify import VerifyError
 
+DOWNLOAD_FAILURES = (DownloadError, FolderRefused, UnsafeDownload, VerifyError)
+"""What a download that did not finish raises; its message says why and what to do."""
+
 __all__ = [
+    "DOWNLOAD_FAILURES",
     "DownloadError",
     "FileProgress",
     "FolderRefused",
