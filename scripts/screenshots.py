@@ -29,8 +29,13 @@ from textual.widgets import Input  # noqa: E402
 
 from ckpt_tui.backends.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
+from ckpt_tui.client.download import FileProgress, Progress  # noqa: E402
+from ckpt_tui.client.download.wording import ProgressView  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
+from ckpt_tui.tui.screens.browse.downloads import DownloadJob  # noqa: E402
+from ckpt_tui.tui.screens.browse_screen import BrowseScreen  # noqa: E402
 from ckpt_tui.tui.screens.delete_dialog import DeleteDialog  # noqa: E402
+from ckpt_tui.tui.screens.download_dialog import DownloadDialog, DownloadPlan  # noqa: E402
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog  # noqa: E402
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog  # noqa: E402
 from tests.support.faulty_app import FaultyApp  # noqa: E402
@@ -170,6 +175,66 @@ async def keep_policy(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+DOWNLOADED = (("sl/llama-8b-tulu3", "000500"), ("sl/qwen3-4b-chat", "final"))
+"""The sampler checkpoints the download pictures fetch: (run, name)."""
+MiB = 1024 * 1024
+
+
+def download_rows(app: CkptApp) -> list[CheckpointRow]:
+    return [find(app, run, name, "sampler") for run, name in DOWNLOADED]
+
+
+async def download_dialog(pilot: Pilot[None]) -> None:
+    """Two checkpoints marked, D: where they go (as the official CLI names the folders)."""
+    app = app_of(pilot)
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    checkpoints(app).set_marks([row_key(row) for row in download_rows(app)])
+    await pilot.press("D")
+    await wait_for_dialog(pilot, DownloadDialog)
+    dialog = app.screen
+    assert isinstance(dialog, DownloadDialog)
+    for _ in range(200):  # the dialog asks the backend which types it signs
+        if dialog.ready is not None:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+async def download_progress(pilot: Pilot[None]) -> None:
+    """The screen while a download runs: the whole in the status line, each file in flight
+    above it. Staged: the numbers are set through the screen's own progress view with a clock
+    that moves 40 s between two reports (a real download's rates would differ every run)."""
+    app = app_of(pilot)
+    await show_run(pilot, "sl/llama-8b-tulu3")
+    await put_cursor_on(pilot, download_rows(app)[0])
+    screen = app.screen
+    assert isinstance(screen, BrowseScreen)
+    rows = download_rows(app)
+    downloads = screen.downloads
+    downloads.running = DownloadJob(DownloadPlan(Path("."), rows))
+    ticks = [0.0]
+    view = ProgressView(clock=lambda: ticks[0])
+    sizes = {f"model-0000{i}-of-00004.safetensors": 1900 * MiB for i in range(1, 5)}
+    sizes["config.json"] = 1024
+    start = {name: 0 for name in sizes}
+    later = {**start, "config.json": 1024, "model-00001-of-00004.safetensors": 1900 * MiB}
+    later |= {"model-00002-of-00004.safetensors": 1200 * MiB}
+    later |= {"model-00003-of-00004.safetensors": 700 * MiB}
+    progress = Progress(sum(sizes.values()), files=len(sizes))  # one download: one object
+    for moment, done in ((0.0, start), (40.0, later)):
+        ticks[0] = moment
+        progress.by_file = {
+            name: FileProgress(size, done[name], whole=done[name] == size)
+            for name, size in sizes.items()
+        }
+        progress.done = sum(done.values())
+        progress.files_done = sum(f.whole for f in progress.by_file.values())
+        view.update(progress)
+    downloads.view, downloads.title = view, f"Downloading 1 of 2 {rows[0].name}"
+    downloads.redraw()
+    await pilot.pause()
+
+
 @dataclass(frozen=True)
 class Picture:
     """One screenshot: a file name, the terminal size and what to do before taking it."""
@@ -193,6 +258,8 @@ PICTURES = (
     Picture("delete-two-backends.svg", BIG, delete_across_backends, with_box=True),
     Picture("bulk-result.svg", BIG, bulk_result, failing_server=True),
     Picture("keep-policy.svg", BIG, keep_policy),
+    Picture("download-dialog.svg", BIG, download_dialog),
+    Picture("download-progress.svg", BIG, download_progress),
 )
 
 

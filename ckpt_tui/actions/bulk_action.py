@@ -13,7 +13,8 @@ from typing import Literal
 from msgspec.structs import replace
 
 from ckpt_tui.api_types import Checkpoint
-from ckpt_tui.client import BulkProgress, CheckpointClient, Outcome, run_bulk
+from ckpt_tui.client import BulkProgress, CheckpointClient, Outcome, Stop, run_bulk
+from ckpt_tui.timekeeping.rate import RateMeter
 
 ActionKind = Literal["delete", "publish", "unpublish", "ttl", "expire"]
 EXPIRE_INSTEAD_SECONDS = 86400
@@ -50,8 +51,11 @@ class BulkAction:
             return EXPIRE_INSTEAD_SECONDS
         return self.ttl_for[path]
 
-    async def run(self, client: CheckpointClient, on_progress: BulkProgress) -> list[Outcome]:
-        """Apply it through the client; one outcome per path, never raising half-way."""
+    async def run(
+        self, client: CheckpointClient, on_progress: BulkProgress, stop: Stop | None = None
+    ) -> list[Outcome]:
+        """Apply it through the client; one outcome per path, never raising half-way; once
+        `stop` is asked, the paths not sent yet are outcomes "not tried"."""
         change = CLIENT_CALLS[self.kind]
 
         def one(path: str) -> Awaitable[None]:
@@ -59,7 +63,7 @@ class BulkAction:
 
         # as many workers as the ceiling: the client's pace decides how many are sent at once
         workers = client.pace.ceiling
-        self.outcomes = await run_bulk(self.paths, one, workers, on_progress)
+        self.outcomes = await run_bulk(self.paths, one, workers, on_progress, stop)
         return self.outcomes
 
     def retry(self, failed: Sequence[str]) -> BulkAction:
@@ -74,22 +78,36 @@ class BulkAction:
     def progress_text(self, done: int) -> str:
         return progress_text(self.kind, done, len(self.paths))
 
+    @property
+    def not_tried(self) -> int:
+        """How many were never sent: the action was stopped first."""
+        return sum(not o.tried for o in self.outcomes)
+
     def summary(self) -> str:
         """'Deleted 38 of 40; 2 failed'."""
-        return summary_text(self.kind, sum(o.ok for o in self.outcomes), len(self.paths))
+        ok = sum(o.ok for o in self.outcomes)
+        return summary_text(self.kind, ok, len(self.paths), self.not_tried)
 
 
-def progress_text(kind: ActionKind, done: int, total: int) -> str:
-    """'Deleting 12 of 40…': how a change is going."""
-    return f"{VERBS[kind][0]} {done:,} of {total:,}…"
+def progress_text(kind: ActionKind, done: int, total: int, meter: RateMeter | None = None) -> str:
+    """'Deleting 12 of 40…': how a change is going; with a `meter` of it, its rate and time
+    left once known: 'Deleting 12 of 40 · 48/s · 1s left'."""
+    text = f"{VERBS[kind][0]} {done:,} of {total:,}"
+    rate = None if meter is None else meter.rate
+    if meter is None or rate is None:
+        return f"{text}…"
+    return f"{text} · {rate:,.0f}/s · {meter.left_text()}"
 
 
-def summary_text(kind: ActionKind, ok: int, total: int) -> str:
+def summary_text(kind: ActionKind, ok: int, total: int, not_tried: int = 0) -> str:
     """'Deleted 38 of 40; 2 failed': how a change went (the TUI's status line and session
-    log, `prune`'s entry in the actions log)."""
+    log, `prune`'s entry in the actions log); a stopped one says how many it never sent:
+    'Deleted 12 of 40; 1 failed; 27 not tried'."""
     text = f"{VERBS[kind][1]} {ok:,} of {total:,}"
-    failed = total - ok
-    return f"{text}; {failed:,} failed" if failed else text
+    failed = total - ok - not_tried
+    if failed:
+        text += f"; {failed:,} failed"
+    return f"{text}; {not_tried:,} not tried" if not_tried else text
 
 
 Change = Callable[[CheckpointClient, BulkAction, str], Awaitable[None]]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ckpt_tui.actions.bulk_action import ActionKind, BulkAction, progress_text, summary_text
 from ckpt_tui.backends.fleet_view import RowKey
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.client import CheckpointClient, Outcome
+from ckpt_tui.client import CheckpointClient, Outcome, Stop
+from ckpt_tui.timekeeping.rate import RateMeter
 
 FleetProgress = Callable[[str, Outcome], None]
 """Called as `on_progress(backend, outcome)` after each item."""
@@ -60,12 +61,16 @@ class FleetAction:
         return [(name, path) for name, part in self.parts.items() for path in part.paths]
 
     async def run(
-        self, client_of: Callable[[str], CheckpointClient], on_progress: FleetProgress
+        self,
+        client_of: Callable[[str], CheckpointClient],
+        on_progress: FleetProgress,
+        stop: Stop | None = None,
     ) -> None:
-        """Every part through its own backend's client, side by side; never raises half-way."""
+        """Every part through its own backend's client, side by side; never raises half-way.
+        Once `stop` is asked, no part sends anything more (the rest is "not tried")."""
 
         async def one(name: str, part: BulkAction) -> None:
-            await part.run(client_of(name), lambda _done, _total, o: on_progress(name, o))
+            await part.run(client_of(name), lambda _done, _total, o: on_progress(name, o), stop)
 
         await asyncio.gather(*(one(name, part) for name, part in self.parts.items()))
 
@@ -85,15 +90,20 @@ class FleetAction:
         }
         return FleetAction(self.kind, self.label, parts)
 
-    def progress_text(self, done: int) -> str:
-        return progress_text(self.kind, done, self.count)
+    def progress_text(self, done: int, meter: RateMeter | None = None) -> str:
+        return progress_text(self.kind, done, self.count, meter)
 
     def summary(self) -> str:
         """'Deleted 38 of 40; 2 failed', and with several backends where they failed:
         'Deleted 38 of 40; 2 failed (box2: 2)'."""
         ok = sum(outcome.ok for part in self.parts.values() for outcome in part.outcomes)
-        text = summary_text(self.kind, ok, self.count)
-        if ok < self.count and len(self.parts) > 1:
-            where = [f"{name}: {len(p.failed)}" for name, p in self.parts.items() if p.failed]
+        not_tried = sum(part.not_tried for part in self.parts.values())
+        text = summary_text(self.kind, ok, self.count, not_tried)
+        if ok + not_tried < self.count and len(self.parts) > 1:
+            where = [
+                f"{name}: {len(p.failed) - p.not_tried}"
+                for name, p in self.parts.items()
+                if len(p.failed) > p.not_tried
+            ]
             text += f" ({', '.join(where)})"
         return text

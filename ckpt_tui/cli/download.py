@@ -14,15 +14,8 @@ from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
 from ckpt_tui.client import CheckpointClient, ClientError
-from ckpt_tui.client.download import (
-    DownloadError,
-    FolderRefused,
-    Progress,
-    Result,
-    UnsafeDownload,
-    VerifyError,
-    download,
-)
+from ckpt_tui.client.download import DOWNLOAD_FAILURES, Progress, Result, download
+from ckpt_tui.client.download.wording import ProgressView, folder_name
 from ckpt_tui.sizes.size import format_bytes
 from ckpt_tui.timekeeping.clock import clock_from_environ
 
@@ -60,12 +53,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document, no progress")
     options.add_global_options(parser, options.BACKEND, after_command=True)
     parser.set_defaults(func=run)
-
-
-def folder_name(path: TinkerPath) -> str:
-    """`RUN_SEGMENT_NAME`, the folder the official CLI downloads a checkpoint into."""
-    segment, name = path.checkpoint_id.split("/", 1)
-    return f"{path.run_id}_{segment}_{name}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,9 +120,7 @@ async def _one(
             clock=clock_from_environ(),
             on_progress=None if show is None else show.update,
         )
-    except (DownloadError, FolderRefused, UnsafeDownload, VerifyError) as exc:
-        return f"{path}: {exc}"
-    except ClientError as exc:
+    except (*DOWNLOAD_FAILURES, ClientError) as exc:
         return f"{path}: {exc}"
     finally:
         if show is not None:
@@ -169,27 +154,16 @@ class ProgressLine:
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.started = time.monotonic()
         self.drawn_at = 0.0
-        self.start_done: int | None = None
+        self.view = ProgressView()
 
     def update(self, progress: Progress) -> None:
+        self.view.update(progress)
         now = time.monotonic()
-        if self.start_done is None:
-            self.start_done, self.started = progress.done, now
         if now - self.drawn_at < REDRAW_SECONDS and progress.done < progress.total:
             return
         self.drawn_at = now
-        elapsed = max(now - self.started, 1e-6)
-        rate = (progress.done - self.start_done) / elapsed
-        left = (progress.total - progress.done) / rate if rate > 0 else None
-        eta = "--:--" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}"
-        line = (
-            f"{format_bytes(progress.done)} / {format_bytes(progress.total)}  "
-            f"{format_bytes(int(rate))}/s  {eta} left  "
-            f"{progress.files_done}/{progress.files} files"
-        )
-        self.stream.write("\r\x1b[K" + line)
+        self.stream.write("\r\x1b[K" + self.view.whole_line())
         self.stream.flush()
 
     def clear(self) -> None:

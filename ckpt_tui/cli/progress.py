@@ -11,18 +11,10 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from ckpt_tui.timekeeping.rate import RateMeter
+
 INTERVAL = 0.1
 CLEAR = "\r\x1b[2K"
-
-
-def duration(seconds: float) -> str:
-    """'42s', '3m05s', '1h02m'."""
-    whole = int(seconds + 0.5)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 class ProgressLine:
@@ -36,28 +28,25 @@ class ProgressLine:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.verb, self.total, self.stream, self.clock = verb, total, stream, clock
-        self.started = clock()
+        self.meter = RateMeter(total, clock)
         self.shown_at: float | None = None
-        self.done = 0
+
+    @property
+    def done(self) -> int:
+        return self.meter.done
 
     def update(self, done: int) -> None:
-        self.done = done
+        self.meter.update(done)
         now = self.clock()
         if done < self.total and self.shown_at is not None and now - self.shown_at < INTERVAL:
             return
         self.shown_at = now
-        self.stream.write(CLEAR + self.text(now))
+        self.stream.write(CLEAR + self.text())
         self.stream.flush()
 
-    def text(self, now: float) -> str:
+    def text(self) -> str:
         """'Deleting 250/1,000 · 480/s · 2s left'."""
-        line = f"{self.verb} {self.done:,}/{self.total:,}"
-        elapsed = now - self.started
-        if self.done == 0 or elapsed <= 0:
-            return line
-        rate = self.done / elapsed
-        left = (self.total - self.done) / rate
-        return f"{line} · {rate:,.0f}/s · {duration(left)} left"
+        return f"{self.verb} {self.meter.counts()}"
 
     def finish(self) -> None:
         if self.shown_at is not None:

@@ -6,7 +6,7 @@ async with CheckpointClient(resolve_backend(url=..., api_key=...)) as client:
     checkpoints = await client.list_all_checkpoints(on_progress=print)
 """
 
-from ckpt_tui.client.bulk import BulkProgress, Outcome, run_bulk
+from ckpt_tui.client.bulk import NOT_TRIED, BulkProgress, Outcome, run_bulk
 from ckpt_tui.client.client import (
     CheckpointClient,
     CheckpointRef,
@@ -43,11 +43,13 @@ from ckpt_tui.client.errors import (
 from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT, Pace
 from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import RetryPolicy
+from ckpt_tui.client.stopping import Stop
 
 __all__ = [
     "API_KEY_HEADER",
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_IN_FLIGHT",
+    "NOT_TRIED",
     "ApiError",
     "AuthError",
     "BadRequestError",
@@ -75,6 +77,7 @@ __all__ = [
     "ReadOnlyError",
     "RetryPolicy",
     "ServerError",
+    "Stop",
     "Timeout",
     "Timeouts",
     "read_default_key",

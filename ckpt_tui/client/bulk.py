@@ -1,7 +1,9 @@
 """Running one operation over many checkpoints: bounded concurrency, one outcome per item.
 
 A bulk run never raises half-way and never stops at the first failure: each item's error is
-recorded in its `Outcome`, in input order, and progress is reported after every item.
+recorded in its `Outcome`, in input order, and progress is reported after every item tried.
+It stops when its `Stop` is requested (ckpt_tui.client.stopping): the items sent already
+finish, and every item not sent then is an outcome with `tried` False.
 A client's changes also go at its backend's pace (ckpt_tui.client.pacing): callers give as many
 workers as the pace's ceiling, and the pace decides how many of them send at once.
 """
@@ -16,17 +18,20 @@ import msgspec
 
 from ckpt_tui.api_types import Checkpoint
 from ckpt_tui.client.errors import ClientError
+from ckpt_tui.client.stopping import NotSent, Stop, follow
 
 R = TypeVar("R")
 
 
 class Outcome(msgspec.Struct, frozen=True):
-    """What happened to one item: `ok`, or the error and its message."""
+    """What happened to one item: `ok`, or the error and its message; `tried` False when
+    its run was stopped before it was sent (nothing was asked of the server)."""
 
     target: str
     ok: bool
     message: str = ""
     error: Exception | None = None
+    tried: bool = True
 
     @property
     def status(self) -> int | None:
@@ -35,7 +40,8 @@ class Outcome(msgspec.Struct, frozen=True):
 
 
 BulkProgress = Callable[[int, int, Outcome], None]
-"""Called as `on_progress(done, total, last_outcome)` after each item."""
+"""Called as `on_progress(done, total, last_outcome)` after each item tried."""
+NOT_TRIED = "not tried: stopped before it was sent"
 
 
 def _name(ref: object) -> str:
@@ -47,8 +53,9 @@ async def run_bulk(
     operation: Callable[[R], Awaitable[None]],
     concurrency: int = 8,
     on_progress: BulkProgress | None = None,
+    stop: Stop | None = None,
 ) -> list[Outcome]:
-    """Apply `operation` to every ref, at most `concurrency` at a time."""
+    """Apply `operation` to every ref, at most `concurrency` at a time, until `stop`."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     gate = asyncio.Semaphore(concurrency)
@@ -56,8 +63,11 @@ async def run_bulk(
 
     async def one(ref: R) -> Outcome:
         nonlocal done
+        follow(stop)  # this task's own context: the client checks it before sending
         async with gate:
-            outcome = await _outcome_of(ref, operation)
+            outcome = await _outcome_of(ref, operation, stop)
+        if not outcome.tried:
+            return outcome
         done += 1
         if on_progress is not None:
             on_progress(done, len(refs), outcome)
@@ -66,9 +76,15 @@ async def run_bulk(
     return list(await asyncio.gather(*(one(ref) for ref in refs)))
 
 
-async def _outcome_of(ref: R, operation: Callable[[R], Awaitable[None]]) -> Outcome:
+async def _outcome_of(
+    ref: R, operation: Callable[[R], Awaitable[None]], stop: Stop | None
+) -> Outcome:
+    if stop is not None and stop.requested:
+        return Outcome(_name(ref), False, NOT_TRIED, tried=False)
     try:
         await operation(ref)
+    except NotSent:
+        return Outcome(_name(ref), False, NOT_TRIED, tried=False)
     except ClientError as exc:
         return Outcome(_name(ref), False, exc.message, exc)
     except Exception as exc:

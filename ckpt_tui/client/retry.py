@@ -32,6 +32,7 @@ from ckpt_tui.client.errors import (
 )
 from ckpt_tui.client.pacing import Pace
 from ckpt_tui.client.secret import HIDDEN, Secret
+from ckpt_tui.client.stopping import before_sending
 
 Sleep = Callable[[float], Awaitable[None]]
 ATTEMPT_DEADLINE = 120.0
@@ -124,7 +125,7 @@ async def send_with_retries(
     With a `pace`, each attempt waits for one of its slots and tells it how it went."""
     maybe_performed = False
     for attempt in range(1, policy.max_attempts + 1):
-        result = await _paced_attempt(client, call, target, pace, policy)
+        result = await _paced_attempt(client, call, target, pace, policy, attempt == 1)
         if isinstance(result, httpx.Response):
             if result.is_success or (
                 maybe_performed and result.status_code in call.done_if_retried
@@ -158,11 +159,18 @@ async def _deadlined(
 
 
 async def _paced_attempt(
-    client: httpx.AsyncClient, call: Call, target: Target, pace: Pace | None, policy: RetryPolicy
+    client: httpx.AsyncClient,
+    call: Call,
+    target: Target,
+    pace: Pace | None,
+    policy: RetryPolicy,
+    first: bool,
 ) -> httpx.Response | _Failure:
     if pace is None:
         return await _deadlined(_attempt(client, call, target), policy, call, target)
     async with pace.slot() as slot:
+        if first:  # a stopped bulk run sends no new change (ckpt_tui.client.stopping)
+            before_sending()
         result = await _deadlined(_attempt(client, call, target), policy, call, target)
         if isinstance(result, httpx.Response):
             status = result.status_code

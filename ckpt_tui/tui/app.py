@@ -89,12 +89,14 @@ class CkptApp(App[None]):
     def get_default_screen(self) -> Screen[None]:
         return BrowseScreen(self)
 
+    def browse_screen(self) -> BrowseScreen | None:
+        return next((s for s in self.screen_stack if isinstance(s, BrowseScreen)), None)
+
     def running_action(self) -> str | None:
-        """What a change still running says it is doing ("Deleting 12 of 40…"), or None."""
-        for screen in self.screen_stack:
-            if isinstance(screen, BrowseScreen) and (running := screen.changes.running) is not None:
-                return screen.bulk_progress or running.label
-        return None
+        """What a change or download still running says it is doing ("Deleting 12 of 40…"),
+        or None."""
+        browse = self.browse_screen()
+        return None if browse is None else browse.running_text()
 
     async def action_quit(self) -> None:
         """q, ctrl+c and ctrl+q: quit at once, or ask first while a change is still running."""
@@ -106,8 +108,14 @@ class CkptApp(App[None]):
 
     async def action_interrupt(self) -> None:
         """ctrl+c: in a text box, copy its selected text and never quit (a user typing a
-        filter or a TTL does not expect to lose the session); elsewhere quit as q does."""
+        filter or a TTL does not expect to lose the session); while an action or a download
+        runs, ask to stop it (as esc does); elsewhere quit as q does."""
         box = self.focused
+        if isinstance(self.screen, QuitDialog):  # asking already (to quit or to stop)
+            return
+        browse = self.browse_screen()
+        if not isinstance(box, Input) and browse is not None and browse.ask_stop():
+            return
         if not isinstance(box, Input):
             await self.action_quit()
         elif box.selected_text:

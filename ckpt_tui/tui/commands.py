@@ -108,6 +108,12 @@ ACTION_COMMANDS: tuple[Command, ...] = (
     ),
     Command("delete", "d", "Delete", "Delete the marked or highlighted, after confirmation"),
     Command(
+        "download",
+        "D",
+        "Download",
+        "Download the marked or highlighted checkpoints' files into a folder you choose",
+    ),
+    Command(
         "retry_failed",
         "R",
         "Retry failed",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -227,3 +228,45 @@ async def test_a_refused_write_is_a_clear_error(
         with pytest.raises(DownloadError, match="Read-only file system"):
             await download(client, PATH, locked / "out", clock=clock)
         assert list(locked.iterdir()) == []
+
+
+async def test_progress_goes_file_by_file_and_a_cancelled_download_resumes(
+    client: CheckpointClient,
+    tap: FileTap,
+    tmp_path: Path,
+    files: dict[str, bytes],
+    clock: FixedClock,
+) -> None:
+    """Each report says every file's own bytes; cancelling (the TUI's stop) leaves the
+    `.part` files, and the next run fetches only what is missing."""
+    out, reports = tmp_path / "out", []
+    tap.stall_after = 100_000
+
+    def seen(progress: Progress) -> None:
+        reports.append({name: f.done for name, f in progress.by_file.items()})
+
+    run = asyncio.ensure_future(
+        download(client, PATH, out, clock=clock, in_flight=1, on_progress=seen)
+    )
+    try:
+        part = out / "big.bin.part"
+        for _ in range(2000):  # until the stalled file's first bytes are on disk
+            if part.is_file() and part.stat().st_size > 0:
+                break
+            await asyncio.sleep(0.01)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    finally:
+        tap.release.set()
+    assert not (out / "big.bin").exists()  # nothing renamed
+    assert set(reports[-1]) == set(files)  # every file's size was known before bytes came
+    tap.reset()
+    finals: list[Progress] = []
+    result = await download(client, PATH, out, clock=clock, on_progress=finals.append)
+    assert held(out) == files
+    assert result.fetched_bytes == tap.sent < sum(map(len, files.values()))
+    last = finals[-1].by_file
+    assert {name: (f.size, f.done, f.whole) for name, f in last.items()} == {
+        name: (len(data), len(data), True) for name, data in files.items()
+    }

@@ -8,6 +8,7 @@ benchmarks.
     faulty.drop_response(1, method="DELETE")    # perform the delete, then answer 503
     faulty.delay = 0.05                         # every request waits 50 ms first
     gate = faulty.hold(method="PUT")            # matching requests wait until gate.set()
+    gate = faulty.hold(method="DELETE", after=8)  # the first 8 go through, the rest wait
     faulty.gather(3, method="DELETE")           # the first 3 wait until all 3 are in
     faulty.slow_after(100, clock, method="DELETE")  # after 100, each one costs a virtual second
 
@@ -63,7 +64,7 @@ class FaultyApp:
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
-        self._holds: list[tuple[str | None, threading.Event]] = []
+        self._holds: list[tuple[str | None, int, threading.Event]] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self._gathering: tuple[str | None, int, asyncio.Event] | None = None
@@ -100,10 +101,11 @@ class FaultyApp:
         self._rules.clear()
         self.failing_names = set()
 
-    def hold(self, method: str | None = None) -> threading.Event:
-        """Matching requests wait until the returned event is set (the server runs in a thread)."""
+    def hold(self, method: str | None = None, after: int = 0) -> threading.Event:
+        """Matching requests, after the first `after` of them, wait until the returned event
+        is set (the server runs in a thread)."""
         gate = threading.Event()
-        self._holds.append((method, gate))
+        self._holds.append((method, after, gate))
         return gate
 
     def gather(self, count: int, method: str | None = None) -> None:
@@ -141,8 +143,8 @@ class FaultyApp:
         self._slow_down(method)
         if self.delay > 0:
             await asyncio.sleep(self.delay)
-        for held_method, gate in self._holds:
-            if held_method in (None, method):
+        for held_method, after, gate in self._holds:
+            if held_method in (None, method) and self.count(held_method) > after:
                 await asyncio.to_thread(gate.wait)
         rule = next((r for r in self._rules if r.take(method, path)), None)
         if rule is not None:

@@ -213,6 +213,7 @@ FOOTER_HINTS = (
     "p Publish",
     "t TTL",
     "d Delete",
+    "D Download",
     "K Keep policy",
     "/ Filter",
     "s Sort",
@@ -247,8 +248,8 @@ async def test_the_footer_shows_whole_hints_and_nothing_past_the_palette_key(
         hints, palette = footer_line(app).split("▏")
         assert palette.strip() == "^p palette"
         assert whole_hints(hints) and "d Delete" in hints, hints
-        if size[0] >= 120:
-            assert "c Copy path" in hints
+        if size[0] >= 120:  # the actions whole, and browsing up to refresh (copy: ? and ^p)
+            assert "D Download" in hints and "r Refresh" in hints
 
 
 @pytest.mark.parametrize("key", ["d", "t"])

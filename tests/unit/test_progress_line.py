@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 
-from ckpt_tui.cli.progress import CLEAR, ProgressLine, duration, progress_line
+from ckpt_tui.cli.progress import CLEAR, ProgressLine, progress_line
+from ckpt_tui.timekeeping.rate import RateMeter, duration
 
 
 class Ticks:
@@ -42,3 +43,13 @@ def test_no_line_off_a_terminal_or_under_json() -> None:
 
 def test_durations_read_as_people_say_them() -> None:
     assert [duration(s) for s in (0.4, 42, 185, 3720)] == ["0s", "42s", "3m05s", "1h02m"]
+
+
+def test_a_meter_counts_speed_from_where_it_started() -> None:
+    clock = Ticks()
+    meter = RateMeter(1000, clock, done=600)  # a resumed download: 600 were there already
+    assert meter.rate is None and meter.left_text() == ""
+    clock.now += 4.0
+    meter.update(800)
+    assert meter.rate == 50.0 and meter.seconds_left == 4.0
+    assert meter.counts() == "800/1,000 · 50/s · 4s left"

@@ -48,14 +48,24 @@ class FileSpec(msgspec.Struct, frozen=True, gc=False):
     etag: str
 
 
+class FileProgress(msgspec.Struct):
+    """How far one file is: `done` of its `size` bytes (from its `.part` file on a resume)."""
+
+    size: int
+    done: int = 0
+    whole: bool = False
+
+
 class Progress(msgspec.Struct):
-    """How far the download is; `fetched` counts only bytes sent this run."""
+    """How far the download is; `fetched` counts only bytes sent this run. `by_file`, each
+    file's own progress by its name, fills in once the server has said each one's size."""
 
     total: int = 0
     done: int = 0
     fetched: int = 0
     files: int = 0
     files_done: int = 0
+    by_file: dict[str, FileProgress] = msgspec.field(default_factory=dict)
 
 
 class Result(msgspec.Struct, frozen=True):
@@ -117,6 +127,7 @@ async def download(
             raise _write_error(folder / STATE_FILE, exc) from exc
         progress.total = sum(spec.size for spec in specs)
         progress.done = sum(resumed.values())
+        progress.by_file = {s.name: FileProgress(s.size, resumed[s.name]) for s in specs}
         report(progress)
         await _bounded([functools.partial(job.fetch, s, resumed[s.name]) for s in specs], in_flight)
     await asyncio.to_thread(_verify_all, specs, targets)
@@ -186,6 +197,7 @@ class _Job:
         finally:
             os.close(fd)
         self.progress.files_done += 1
+        self.progress.by_file[spec.name].whole = True
         self.report(self.progress)
 
     async def _fill(self, fd: int, spec: FileSpec, offset: int, part: Path) -> None:
@@ -217,8 +229,7 @@ class _Job:
             _check_range(answer, spec, offset)
             async for chunk in answer.aiter_bytes():  # as it comes: a cut keeps what arrived
                 offset = _write_chunk(fd, chunk, offset, spec, part)
-                self.progress.done += len(chunk)
-                self.progress.fetched += len(chunk)
+                self._add(spec.name, len(chunk))
                 self.report(self.progress)
         return offset
 
@@ -272,19 +283,23 @@ class _Job:
                     offset = _write_chunk(fd, chunk, offset, spec, part)
                     unreported += len(chunk)
                     if unreported >= REPORT_BYTES:
-                        self._count(unreported)
+                        self._count(spec.name, unreported)
                         unreported = 0
                 return answer.status_code, offset
         finally:
-            self._count(unreported)  # also what arrived before a cut
+            self._count(spec.name, unreported)  # also what arrived before a cut
             os.close(fd)
 
-    def _count(self, fetched: int) -> None:
+    def _count(self, name: str, fetched: int) -> None:
         """Add bytes a worker thread fetched; the report runs on the event loop."""
         with self.lock:
-            self.progress.done += fetched
-            self.progress.fetched += fetched
+            self._add(name, fetched)
         self.loop.call_soon_threadsafe(self.report, self.progress)
+
+    def _add(self, name: str, fetched: int) -> None:
+        self.progress.done += fetched
+        self.progress.fetched += fetched
+        self.progress.by_file[name].done += fetched
 
     def _stream(self, name: str, headers: dict[str, str]) -> _RenewingStream:
         return _RenewingStream(self, name, headers)
@@ -424,4 +439,12 @@ def _rename_all(specs: list[FileSpec], targets: dict[str, Path]) -> None:
             raise DownloadError(f"cannot rename {part_path(target)}: {exc.strerror}") from exc
 
 
-__all__ = ["DownloadError", "Progress", "Result", "UnsafeDownload", "VerifyError", "download"]
+__all__ = [
+    "DownloadError",
+    "FileProgress",
+    "Progress",
+    "Result",
+    "UnsafeDownload",
+    "VerifyError",
+    "download",
+]

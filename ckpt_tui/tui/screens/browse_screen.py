@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -36,6 +37,7 @@ from ckpt_tui.tui.commands import (
 )
 from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes
 from ckpt_tui.tui.screens.browse.details import DetailsPane
+from ckpt_tui.tui.screens.browse.downloads import Downloads
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
@@ -66,7 +68,8 @@ WIDE = 120
 """Narrower terminals get the compact footer (less space between hints)."""
 BROWSE_BINDINGS: list[BindingType] = [
     *bindings(BROWSE_COMMANDS),
-    Binding("escape", "clear_filter", "Clear filter", show=False),
+    # esc stops a running action (after asking), else clears the filter
+    Binding("escape", "escape", "Clear filter", show=False),
 ]
 
 
@@ -96,7 +99,9 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
     """Only loads over shown backends: they stay shown until their new lists are whole."""
     progress: var[tuple[BackendProgress, ...]] = var(())
     bulk_progress = var("")
-    """'Deleting 12 of 40…' while a change runs."""
+    """'Deleting 12 of 40 · 48/s · 1s left · esc stops' while a change or a download runs."""
+    download_files = var("")
+    """While a download runs, a line per file in flight: its bytes, rate and time left."""
     marked = var("")
     """'3 marked · 12.0 GiB': the marks' summary, kept with the marks and the snapshot."""
     new_above: var[frozenset[RowKey]] = var(frozenset())
@@ -120,6 +125,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         """Backends whose runs the runs pane hides under their row."""
         self.feed = SnapshotFeed(self)
         self.changes = Changes(self)
+        self.downloads = Downloads(self, self.changes)
 
     @property
     def catalog(self) -> FleetCatalog | None:
@@ -219,6 +225,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
             id="filter",
             placeholder="filter by name, path or metadata; enter keeps it, esc clears",
         )
+        yield Static(id="download-files")
         yield StatusLine(id="status-line").data_bind(facts=BrowseScreen.status)
         yield FittingFooter()
 
@@ -509,6 +516,45 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         box = self.query_one("#filter", Input)
         box.display = True
         self.set_focus(box)  # now, not later: keys typed right after "/" must land in it
+
+    def action_escape(self) -> None:
+        """esc: asks to stop the running action or download, else clears the filter."""
+        if not self.ask_stop():
+            self.action_clear_filter()
+
+    def ask_stop(self) -> bool:
+        """Ask to stop what runs (a change or a download); False when nothing runs."""
+        if self.changes.running is not None:
+            self.changes.ask_stop()
+        elif self.downloads.running is not None:
+            self.downloads.ask_stop()
+        else:
+            return False
+        return True
+
+    def running_text(self) -> str | None:
+        """What runs now, as its progress says it ("Deleting 12 of 40 · …"), or None."""
+        running = self.changes.running or self.downloads.running
+        if running is None:
+            return None
+        return self.bulk_progress or getattr(running, "label", "") or "an action"
+
+    def other_work(self) -> str | None:
+        """For `Changes`: a download runs (changes wait for it)."""
+        return None if self.downloads.running is None else self.bulk_progress
+
+    def watch_download_files(self, lines: str) -> None:
+        if self.is_showing:
+            files = self.query_one("#download-files", Static)
+            files.update(Text(lines))
+            files.display = bool(lines)
+
+    @work(group="download", description="download checkpoints")
+    async def run_download(self) -> None:
+        await self.downloads.run()
+
+    def action_download(self) -> None:
+        self.downloads.ask()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)

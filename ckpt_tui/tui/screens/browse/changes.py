@@ -25,17 +25,25 @@ from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.catalog.snapshot import Snapshot
-from ckpt_tui.client import Outcome
+from ckpt_tui.client import Outcome, Stop
+from ckpt_tui.timekeeping.rate import RateMeter
 from ckpt_tui.tui.screens.browse.host import ScreenHost
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
+from ckpt_tui.tui.screens.quit_dialog import StopDialog
 from ckpt_tui.tui.screens.session_log_dialog import SessionLogDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog, TtlPlan
 from ckpt_tui.tui.view.state import BrowseState, SortedRows, visible_rows
 
 PATCH_EVERY = 0.3
 """Seconds between view updates while a bulk action's results arrive."""
+STOP_HINT = "esc stops"
+"""After a running action's progress: the key that asks to stop it."""
+BULK_STOP = (
+    "Stopping sends nothing more; the changes already sent finish first. Then it says which "
+    "were done, failed and not tried; those not done stay marked, and R carries on."
+)
 CHANGING_ACTIONS = {
     "publish": "publishing",
     "ttl": "changing TTLs",
@@ -70,6 +78,10 @@ class Host(ScreenHost, Protocol):
         """Start `Changes.run_bulk` in the screen's worker."""
         ...
 
+    def other_work(self) -> str | None:
+        """What else runs that a change must wait for (a download), or None."""
+        ...
+
 
 def log_entry(action: BulkAction, summary: str, now: datetime, backend: str) -> LogEntry:
     """The session log's entry for a finished action: every checkpoint, its run and outcome."""
@@ -96,6 +108,8 @@ class Changes:
         """Checkpoints the last actions failed on, with the reason (shown in their row)."""
         self.last_action: FleetAction | None = None
         self.running: FleetAction | None = None
+        self.stop: Stop | None = None
+        """The running action's stop: esc or ctrl+c asks, then sets it."""
 
     @property
     def services(self) -> Services:
@@ -141,7 +155,7 @@ class Changes:
                 severity="warning",
             )
             return False
-        if self.running is not None:
+        if self.running is not None or self.host.other_work() is not None:
             self.host.notify("Another action is still running; wait for it to finish.")
             return False
         return True
@@ -240,9 +254,21 @@ class Changes:
         if not action.count:
             self.host.notify("Nothing to change: they are all in that state already.")
             return
-        self.running = action
-        self.host.bulk_progress = action.progress_text(0)
+        self.running, self.stop = action, Stop()
+        self.host.bulk_progress = f"{action.progress_text(0)} · {STOP_HINT}"
         self.host.run_bulk()
+
+    def ask_stop(self) -> None:
+        """esc or ctrl+c while an action runs: stop it? ("Keep running" is focused)."""
+        if self.running is None or self.stop is None or self.stop.requested:
+            return
+        running, where = self.host.bulk_progress, self.services.describe_backend()
+        self.host.app.push_screen(StopDialog(running, where, BULK_STOP), self.stop_chosen)
+
+    def stop_chosen(self, stop: bool | None) -> None:
+        if stop and self.running is not None and self.stop is not None:
+            self.stop.request()
+            self.host.bulk_progress = "Stopping: waiting for the changes already sent…"
 
     async def run_bulk(self) -> None:
         """Apply the running action while the user keeps browsing; the view follows results.
@@ -255,6 +281,7 @@ class Changes:
         done = 0
         last_patch = time.monotonic()
         patching: asyncio.Future[None] | None = None
+        meter, stop = RateMeter(action.count), self.stop
 
         def on_progress(backend: str, outcome: Outcome) -> None:
             nonlocal done, last_patch, patching
@@ -266,12 +293,14 @@ class Changes:
                 so_far = {name: set(paths) for name, paths in confirmed.items()}
                 patching = asyncio.ensure_future(self.apply_confirmed(action, so_far))
                 last_patch = time.monotonic()
-            self.host.bulk_progress = action.progress_text(done)
+            meter.update(done)
+            if stop is None or not stop.requested:
+                self.host.bulk_progress = f"{action.progress_text(done, meter)} · {STOP_HINT}"
 
         try:
-            await action.run(self.services.client, on_progress)
+            await action.run(self.services.client, on_progress, stop)
         finally:
-            self.running = None
+            self.running = self.stop = None
             self.host.bulk_progress = ""
         if patching is not None:
             await patching
@@ -325,7 +354,12 @@ class Changes:
         if showing:
             host.checkpoints_table.set_marks(failed)
         summary = action.summary()
-        hint = ". Failed ones stay marked; R retries them, L shows the log." if failed else ""
+        stopped = any(part.not_tried for part in action.parts.values())
+        hint = ""
+        if stopped:
+            hint = ". Stopped: those not done stay marked; R carries on, L shows the log."
+        elif failed:
+            hint = ". Failed ones stay marked; R retries them, L shows the log."
         host.notify(
             summary + hint,
             title=action.label.capitalize(),
