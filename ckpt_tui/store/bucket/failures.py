@@ -17,6 +17,8 @@ from obstore.exceptions import (
 )
 
 _STATUS = re.compile(r"status code: (\d{3})")
+_CODE = re.compile(r"\(code: ([A-Za-z]{1,64})\)")
+"""An S3 error code (`AccessDenied`) that a batch delete answered for a key."""
 _KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (PermissionDeniedError, "the bucket refused access (permission denied)"),
     (UnauthenticatedError, "the bucket refused the credentials"),
@@ -32,6 +34,9 @@ def bucket_why(exc: BaseException) -> str:
     what = next((words for kind, words in _KINDS if isinstance(exc, kind)), None)
     found = _STATUS.search(str(exc))
     status = f"HTTP {found.group(1)}" if found else None
+    code = _CODE.search(str(exc))
+    if what is None and code is not None:
+        what, status = "the bucket refused to delete it", code.group(1)
     if what is None:
         what = "the bucket did not answer" if status is None else "the bucket answered an error"
     return f"{what} ({status})" if status else what

@@ -28,7 +28,7 @@ from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.errors import StorageFailedError, StoreBusyError, StoreError
 
 if TYPE_CHECKING:  # type names of obstore's stubs only
-    from obstore import PutMode, PutResult
+    from obstore import PutMode, PutResult, UpdateVersion
 
 T = TypeVar("T")
 
@@ -111,7 +111,7 @@ def probe_conditional_writes(place: BucketPlace, found: ConditionalWrites) -> No
 
 def _stale(first: PutResult) -> PutMode:
     """An update of a version that is not the object's (a made-up ETag)."""
-    stale: PutMode = {"e_tag": f'"{uuid.uuid4().hex}"'}
+    stale: UpdateVersion = {"e_tag": f'"{uuid.uuid4().hex}"'}
     if first["version"] is not None:
         stale["version"] = first["version"]
     return stale
