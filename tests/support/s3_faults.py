@@ -7,15 +7,19 @@ faults a real server can have:
         faults.refuse_delete = "locked"           # DeleteObjects answers an <Error> for keys
                                                   # containing "locked" (and keeps them)
         faults.extra_listed_key = "store/x/y"     # every ListObjectsV2 answer also names this
+        faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
+                                                  # waits for the event (`delete_done` is set)
 
 `requests` logs `(method, path, query)` of every request forwarded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
+import threading
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -24,6 +28,8 @@ from starlette.types import Receive, Scope, Send
 
 _OBJECT = re.compile(rb"<Object>\s*<Key>([^<]*)</Key>.*?</Object>", re.DOTALL)
 _DROPPED = {b"host", b"content-length", b"transfer-encoding", b"connection"}
+HOLD_GUARD = 300.0
+"""Seconds an answer is held at most (a guard: the test sets the event)."""
 _CHECKSUMS = (b"content-md5", b"x-amz-checksum-crc32", b"x-amz-checksum-sha256")
 
 
@@ -35,6 +41,8 @@ class S3Faults:
         self.ignore_conditions = False
         self.refuse_delete: str | None = None
         self.extra_listed_key: str | None = None
+        self.hold_delete_answers: threading.Event | None = None
+        self.delete_done = threading.Event()
         self.requests: list[tuple[str, str, str]] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -63,6 +71,10 @@ class S3Faults:
                 content=body,
             )
         content = answer.content
+        if method == "POST" and "delete" in query:
+            self.delete_done.set()
+            if self.hold_delete_answers is not None:
+                await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
         if refused:
             content = _with_errors(content, refused)
         if method == "GET" and "list-type=2" in query and self.extra_listed_key:
