@@ -1,0 +1,155 @@
+"""A bucket prefix as a `Storage`, through obstore (S3, GCS, Azure; memory and local stores).
+
+Keys are paths from the bucket's top; the store's root is the location's prefix. A level is
+one ListObjectsV2 with a delimiter, every page followed (obstore follows the continuation
+tokens); a file's header is read with ranged GETs. Credentials come from each cloud's standard
+environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a file of ours; error
+texts keep the cloud's reason and drop everything else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import obstore
+
+from ckpt_tui.store.blobs.base import Entry, StorageReadError
+from ckpt_tui.store.blobs.location import BucketLocation
+
+if TYPE_CHECKING:
+    from obstore.store import ObjectStore
+
+MAX_REASON = 300
+"""The most of a cloud's error text kept in a problem line."""
+
+
+class ObjectStorage:
+    def __init__(self, store: ObjectStore, url: str, prefix: str = "") -> None:
+        self._store = store
+        self._url = url
+        self._root = prefix.strip("/")
+
+    @classmethod
+    def open(cls, location: BucketLocation) -> ObjectStorage:
+        """The bucket of `location`, with credentials from the environment; StorageReadError
+        when the client cannot be made (an unknown region, a malformed endpoint...)."""
+        from obstore.store import from_url
+
+        config: dict[str, Any] = {}
+        endpoint = location.endpoint or (
+            os.environ.get("AWS_ENDPOINT_URL") if location.scheme == "s3" else None
+        )
+        if location.endpoint:
+            config["endpoint"] = location.endpoint
+        if location.region and location.scheme == "s3":
+            config["region"] = location.region
+        client: dict[str, Any] = {}
+        if endpoint and endpoint.startswith("http://"):
+            client["allow_http"] = True  # a plain-HTTP endpoint the user named (a test server)
+        try:
+            store = from_url(
+                f"{location.scheme}://{location.bucket}",
+                config=config or None,  # type: ignore[arg-type]
+                client_options=client or None,  # type: ignore[arg-type]
+            )
+        except Exception as exc:  # obstore raises its own kinds and ValueError
+            raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
+        return cls(store, location.url, location.prefix)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    def list_level(self, path: str) -> dict[str, Entry]:
+        key = key_of(path)
+        try:
+            listed = obstore.list_with_delimiter(self._store, f"{key}/" if key else None)
+        except Exception as exc:
+            raise _read_error(exc) from None
+        found: dict[str, Entry] = {}
+        for prefix in listed["common_prefixes"]:
+            name = prefix.rstrip("/").rsplit("/", 1)[-1]
+            found[name] = Entry(name, True)
+        for meta in listed["objects"]:
+            name = meta["path"].rsplit("/", 1)[-1]
+            if name and name not in found:
+                found[name] = _entry(name, meta)
+        return found
+
+    def list_all(self) -> Iterator[tuple[str, Entry]]:
+        """(key, file) for every object under the root, streamed in pages of 1,000;
+        StorageReadError when a page fails (the caller must not take the part as the whole)."""
+        try:
+            stream = obstore.list(self._store, self._root or None, chunk_size=1000)
+            for chunk in stream:
+                for meta in chunk:
+                    key = meta["path"]
+                    yield key, _entry(key.rsplit("/", 1)[-1], meta)
+        except FileNotFoundError as exc:  # no such bucket: not an empty one
+            raise StorageReadError(f"not found: {reason(exc)}") from None
+        except StorageReadError:
+            raise
+        except Exception as exc:
+            raise _read_error(exc) from None
+
+    def stat(self, path: str) -> Entry | None:
+        key = key_of(path)
+        try:
+            meta = obstore.head(self._store, key)
+        except FileNotFoundError:  # obstore's "not found" (an OSError: the key is not there)
+            return None
+        except Exception as exc:
+            raise _read_error(exc) from None
+        return _entry(key.rsplit("/", 1)[-1], meta)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        try:
+            data = obstore.get_range(self._store, key_of(path), start=start, length=length)
+        except Exception as exc:
+            raise _read_error(exc) from None
+        return bytes(data)
+
+    def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails
+        as a whole leaves every key's outcome unknown: each says so."""
+        keys = [key_of(path) for path in paths]
+        try:
+            obstore.delete(self._store, keys)
+        except Exception as exc:
+            why = reason(exc)
+            return {path: why for path in paths}
+        return dict.fromkeys(paths)
+
+
+def key_of(path: str) -> str:
+    """A storage path as a key: `os.path.join` of an empty root gives `./x`, `.` or `x/`."""
+    key = path.strip("/")
+    while key.startswith("./"):
+        key = key[2:]
+    return "" if key == "." else key
+
+
+def _entry(name: str, meta: Any) -> Entry:
+    modified = meta["last_modified"]
+    mtime_ns = int(modified.timestamp() * 1_000_000) * 1000
+    return Entry(name, False, int(meta["size"]), mtime_ns, str(meta.get("e_tag") or ""))
+
+
+def _read_error(exc: Exception) -> OSError:
+    if isinstance(exc, FileNotFoundError):
+        return FileNotFoundError(2, "not found")
+    return StorageReadError(reason(exc))
+
+
+def reason(exc: BaseException) -> str:
+    """A cloud error's reason in one line, bounded: its first line, no request details."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:MAX_REASON]

@@ -1,0 +1,94 @@
+"""A bucket prefix read as a store: every layout a folder holds, read from a real S3 server
+(moto) by the same discovery code, with the objects' sizes; failures fail closed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ckpt_tui.store import Store
+from ckpt_tui.store.blobs.location import parse_location
+from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket import BucketStore
+from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support import layouts as L
+from tests.support.s3_server import S3Server
+
+
+def every_layout(root: Path, clock: FixedClock) -> Path:
+    """A folder with each layout discovery reads, and a Tinker-layout run."""
+    L.hf_trainer_output(root / "trainer", steps=(100, 200), best=100)
+    L.peft_adapter(root / "adapters/lora-a", rank=16)
+    L.sharded_pretrained(root / "exports/gpt2")
+    L.full_torch_checkpoint(root / "loose/model-step500.pt")
+    L.lightning_ckpt(root / "lightning/epoch=3.ckpt")
+    L.deepspeed_run(root / "ds", steps=(100, 200), latest=100)
+    L.dcp_checkpoint(root / "dcp/step-10")
+    L.dcp_checkpoint(root / "dcp/step-20", with_metadata=False)
+    L.accelerate_checkpoint(root / "acc/checkpoints/checkpoint_0")
+    with Store.open(root, clock) as store:
+        store.create_run("tinker-run", "Qwen/Qwen3-8B", lora_rank=32)
+        store.add_checkpoint("tinker-run", "weights/0001", {"adapter.bin": b"x" * 1000})
+        store.add_checkpoint("tinker-run", "sampler_weights/0001", {"a.bin": b"y" * 10})
+    return root
+
+
+def listing(store: Store | BucketStore) -> dict[str, tuple[int | None, dict[str, str]]]:
+    """tinker path -> (size, user_metadata) of every checkpoint."""
+    checkpoints, _ = store.list_checkpoints(0, 1000)
+    return {c.tinker_path: (c.size_bytes, dict(c.user_metadata or {})) for c in checkpoints}
+
+
+def open_bucket(url: str, clock: FixedClock) -> BucketStore:
+    location = parse_location(url)
+    assert location is not None
+    return BucketStore.open_bucket(ObjectStorage.open(location), clock, settle_seconds=0)
+
+
+def test_every_layout_reads_the_same_from_a_bucket(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    root = every_layout(tmp_path / "box", clock)
+    uploaded = s3.upload(s3_bucket, "team/ckpts", root, skip=(".ckpt-tui",))
+    with Store.open(root, clock, readonly=True, settle_seconds=0) as folder:
+        on_disk = listing(folder)
+    bucket = open_bucket(f"s3://{s3_bucket}/team/ckpts", clock)
+    with bucket:
+        in_bucket = listing(bucket)
+        assert bucket.problems().complete
+        assert bucket.objects_listed == uploaded
+        runs, _ = bucket.list_runs()
+    assert len(on_disk) == 13
+    assert in_bucket.keys() == on_disk.keys()
+    for path, (size, facts) in on_disk.items():
+        assert in_bucket[path][0] == size, path  # the objects' sizes: exact
+        assert in_bucket[path][1] == facts, path
+    dcp = in_bucket["tinker://dcp/weights/step-20"][1]
+    assert dcp["incomplete"] == "true" and ".metadata" in dcp["incomplete_reason"]
+    assert {run.training_run_id for run in runs} >= {"tinker-run", "trainer", "ds"}
+    tinker = next(run for run in runs if run.training_run_id == "tinker-run")
+    assert (tinker.base_model, tinker.lora_rank) == ("Qwen/Qwen3-8B", 32)
+
+
+def test_a_bucket_that_cannot_be_listed_is_a_problem_not_an_empty_store(
+    clock: FixedClock, s3_bucket: str
+) -> None:
+    with open_bucket("s3://no-such-bucket/prefix", clock) as store:
+        checkpoints, total = store.list_checkpoints()
+        problems = store.problems()
+    assert (checkpoints, total) == ([], 0)
+    assert not problems.complete
+    assert "cannot be listed" in problems.lines[0]
+
+
+def test_writes_to_a_bucket_are_refused_until_the_write_side_plugs_in(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    s3.put(s3_bucket, "p/out/checkpoint-1/model.safetensors", b"junk")
+    with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
+        assert store.readonly
+        assert store.sweep_expired() == []
+        with pytest.raises(Exception, match="read-only"):
+            store.set_public("out", "weights/checkpoint-1", True)
+    assert s3.keys(s3_bucket) == ["p/out/checkpoint-1/model.safetensors"]
