@@ -56,7 +56,7 @@ def test_a_checkpoint_is_deleted_in_batches_and_nothing_else(s3: S3Server, s3_bu
     seeded(s3, s3_bucket)
     place = bucket_place(s3.endpoint, s3_bucket)
     meta = BucketMeta(place, False, 0)
-    meta.apply(upsert=[Row("run", "step-10", 0, public=True), Row("run", "step-100", 0)])
+    meta.apply(upsert=[Row("run", "step-10", 0, public=True), Row("run", "step-100", 0, 5)])
     outcome = BucketDeleter(place, meta, clock=LATER, batch_keys=2).delete(
         "run/step-10", "run", "step-10"
     )

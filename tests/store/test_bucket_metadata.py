@@ -56,7 +56,7 @@ def test_two_writers_racing_lose_no_update(
     write is refused, A reads again and makes its change over B's. Both changes are kept."""
     place = bucket_place(s3.endpoint, s3_bucket)
     a, b = opened(place), opened(place)
-    a.apply(upsert=[row("start")])
+    a.apply(upsert=[row("start", public=True)])
     b.reload()
     real_read = versioned.read_doc
     reads: list[str] = []
@@ -86,7 +86,7 @@ def test_a_writer_that_keeps_losing_gives_up_having_changed_nothing(
 ) -> None:
     place = bucket_place(s3.endpoint, s3_bucket)
     a, b = opened(place), opened(place)
-    a.apply(upsert=[row("start")])
+    a.apply(upsert=[row("start", public=True)])
     real_read = versioned.read_doc
     rival = iter(range(1000))
     inside_b: list[bool] = []
@@ -95,13 +95,13 @@ def test_a_writer_that_keeps_losing_gives_up_having_changed_nothing(
         found = real_read(p, key, kind)
         if key.endswith(META_DOC) and not inside_b:
             inside_b.append(True)
-            b.apply(upsert=[row(f"b-{next(rival)}")])  # wins every race
+            b.apply(upsert=[row(f"b-{next(rival)}", public=True)])  # wins every race
             inside_b.clear()
         return found
 
     monkeypatch.setattr(versioned, "read_doc", read_then_b_writes)
     with pytest.raises(StoreBusyError, match="nothing was changed"):
-        a.apply(upsert=[row("from-a")])
+        a.apply(upsert=[row("from-a", public=True)])
     monkeypatch.setattr(versioned, "read_doc", real_read)
     kept = stored(s3, s3_bucket, META_DOC)["checkpoints"]
     assert isinstance(kept, dict)
@@ -118,7 +118,7 @@ def test_two_first_openers_agree_on_one_store_id(s3: S3Server, s3_bucket: str) -
     assert stored(s3, s3_bucket, STORE_DOC)["store_id"] == made
 
 
-def test_measurements_alone_and_a_readonly_store_write_nothing(
+def test_a_plain_checkpoint_measurements_and_a_readonly_store_write_nothing(
     s3: S3Server, s3_bucket: str
 ) -> None:
     place = bucket_place(s3.endpoint, s3_bucket)
@@ -127,12 +127,26 @@ def test_measurements_alone_and_a_readonly_store_write_nothing(
     assert browsing.rows()[0].public  # in memory
     assert s3.keys(s3_bucket) == []
     writer = opened(place)
-    writer.apply(upsert=[row("a")])
+    writer.apply(upsert=[row("plain")], touch={"run": NOW_US})  # seen, never changed
+    assert s3.keys(s3_bucket) == []
+    writer.apply(upsert=[row("a", public=True)])
     before = s3.client.head_object(Bucket=s3_bucket, Key=place.meta_key(META_DOC))["ETag"]
-    writer.apply(upsert=[row("a", size_bytes=10, files_fp="fp", files_seen_us=NOW_US)])
+    writer.apply(upsert=[row("a", public=True, size_bytes=10, files_fp="fp")])
     after = s3.client.head_object(Bucket=s3_bucket, Key=place.meta_key(META_DOC))["ETag"]
     assert before == after
-    assert writer.rows()[0].size_bytes == 10
+    assert [r.checkpoint_id for r in opened(place).rows()] == ["a"]
+
+
+def test_a_stale_row_does_not_undo_another_writers_change(s3: S3Server, s3_bucket: str) -> None:
+    """A writer whose rows predate another's publish changes only what it changed."""
+    place = bucket_place(s3.endpoint, s3_bucket)
+    a = opened(place)
+    a.apply(upsert=[row("x", expires_us=NOW_US + 1)])
+    b = opened(place)
+    b.apply(upsert=[row("x", expires_us=NOW_US + 1, public=True)])  # b publishes
+    a.apply(upsert=[row("x", expires_us=NOW_US + 9)])  # a's row still says private
+    kept = opened(place).rows()
+    assert [(r.public, r.expires_us) for r in kept] == [(True, NOW_US + 9)]
 
 
 def test_a_damaged_document_is_named_with_what_to_do(s3: S3Server, s3_bucket: str) -> None:
@@ -162,7 +176,7 @@ def test_a_server_that_ignores_conditional_writes_is_detected_and_said(
 
 def test_a_server_with_conditional_writes_is_trusted(s3: S3Server, s3_bucket: str) -> None:
     meta = opened(bucket_place(s3.endpoint, s3_bucket))
-    meta.apply(upsert=[row("a")])
+    meta.apply(upsert=[row("a", public=True)])
     assert meta.writes.supported is True
     assert meta.problem is None
 

@@ -1,16 +1,17 @@
 """A bucket store's metadata, shared by everyone who opens the bucket.
 
-`MetaDB` keeps a folder store's metadata in SQLite beside the folders; in a bucket the same
-facts live in two JSON documents under `<prefix>/.ckpt-tui/`:
+`MetaDB` keeps a folder store's metadata in SQLite beside the folders; in a bucket the facts
+others must see live in two JSON documents under `<prefix>/.ckpt-tui/`:
 - `store.json`: the store id (made once with a create-only write, so two first openers agree
   on one id) and when the store was made;
-- `meta.json`: each checkpoint's created, expires, published and user metadata, and each
-  run's last change. Every change is a conditional update of the latest version
-  (`versioned.update_doc`): a change made meanwhile by another writer is kept, not lost.
+- `meta.json`: the created, expires, published and user metadata of each checkpoint that has
+  any (a checkpoint never published, given a TTL or metadata has no entry: its created time
+  is its objects', the same for everyone), and each run's last change. Every change is a
+  conditional update of the latest version (`versioned.update_doc`) that sets only the fields
+  this writer changed: a change made meanwhile by another writer is kept, not lost.
 
-`BucketMeta` answers as `MetaDB` does (`rows`, `run_changes`, `apply`, `store_id`), so the
-store's ledger works over either. What only measures the objects (the cached size and the
-fingerprint of `settle.py`) stays in memory: a change that alters only those writes nothing.
+`BucketMeta.apply` takes the ledger's rows (`MetaDB.apply`'s arguments) and writes nothing
+when no shared field changed (a scan's measurements, a checkpoint seen for the first time).
 A read-only BucketMeta changes its memory only, and never makes a store id.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass
 
 import msgspec
 
@@ -68,9 +69,9 @@ class BucketMeta:
         self.readonly = readonly
         self.writes = ConditionalWrites()
         self._now_us = now_us
-        self._doc = read_doc(place, place.meta_key(META_DOC), MetaDoc).doc or MetaDoc()
-        self._measured: dict[Key, Row] = {}
-        """The last rows given: their size and fingerprint (never written to the bucket)."""
+        self.doc = MetaDoc()
+        """The document as last read or written by this writer (what its rows are based on)."""
+        self.reload()
         kept = read_doc(place, place.meta_key(STORE_DOC), StoreDoc).doc
         self.store_id = kept.store_id if kept is not None else None
         """The store's id; None while the bucket has none (nothing was written there yet)."""
@@ -96,37 +97,21 @@ class BucketMeta:
 
     def reload(self) -> None:
         """Read the latest metadata (another writer's changes)."""
-        self._doc = read_doc(self.place, self.place.meta_key(META_DOC), MetaDoc).doc or MetaDoc()
-
-    def close(self) -> None:
-        """Nothing to close: every change was written when it was made."""
+        self.doc = read_doc(self.place, self.place.meta_key(META_DOC), MetaDoc).doc or MetaDoc()
 
     def rows(self, run_id: str | None = None) -> list[Row]:
-        runs = self._doc.checkpoints if run_id is None else {run_id: self._run(run_id)}
+        """The checkpoints that have shared metadata, as rows (no measurements)."""
+        runs = self.doc.checkpoints
+        if run_id is not None:
+            runs = {run_id: runs.get(run_id, {})}
         return [
-            self._row(run, checkpoint, row)
+            as_row(run, checkpoint, kept)
             for run, checkpoints in runs.items()
-            for checkpoint, row in checkpoints.items()
+            for checkpoint, kept in checkpoints.items()
         ]
 
-    def _run(self, run_id: str) -> dict[str, SharedRow]:
-        return self._doc.checkpoints.get(run_id, {})
-
-    def _row(self, run_id: str, checkpoint_id: str, kept: SharedRow) -> Row:
-        row = Row(run_id, checkpoint_id, kept.created_us, kept.expires_us, kept.public)
-        row.user_metadata = None if kept.user_metadata is None else dict(kept.user_metadata)
-        measured = self._measured.get((run_id, checkpoint_id))
-        if measured is not None:
-            row = replace(
-                row,
-                size_bytes=measured.size_bytes,
-                files_fp=measured.files_fp,
-                files_seen_us=measured.files_seen_us,
-            )
-        return row
-
     def run_changes(self) -> dict[str, int]:
-        return dict(self._doc.runs)
+        return dict(self.doc.runs)
 
     def apply(
         self,
@@ -134,44 +119,80 @@ class BucketMeta:
         upsert: Iterable[Row] = (),
         delete: Iterable[Key] = (),
         touch: dict[str, int] | None = None,
-        drop_runs: Iterable[str] = (),
     ) -> None:
-        """One change, as `MetaDB.apply`: one conditional write of the shared document,
-        made over its latest version (nothing is written when only measurements change)."""
-        upsert, delete, drop_runs = list(upsert), list(delete), list(drop_runs)
-        for row in upsert:
-            self._measured[(row.run_id, row.checkpoint_id)] = row
-        for key in delete:
-            self._measured.pop(key, None)
-
-        def change(doc: MetaDoc | None) -> MetaDoc | None:
-            return changed(doc or MetaDoc(), upsert, delete, touch or {}, drop_runs)
-
+        """One change of the ledger's rows: one conditional write of the fields it changes
+        (compared with `doc`), made over the latest version; nothing written when none."""
+        edits = [edit for row in upsert if (edit := _edit(self.doc, row)) is not None]
+        gone = [key for key in delete if key[1] in self.doc.checkpoints.get(key[0], {})]
+        if not edits and not gone:
+            return  # a run's last change alone is not worth a write
+        change = Change(edits, gone, touch or {})
         if self.readonly:
-            self._doc = change(self._doc) or self._doc
+            self.doc = change.made(self.doc) or self.doc
             return
         self.ensure_store_id()
         doc_key = self.place.meta_key(META_DOC)
-        self._doc = update_doc(self.place, doc_key, MetaDoc, change, self.writes) or MetaDoc()
+        self.doc = update_doc(self.place, doc_key, MetaDoc, change.made, self.writes) or MetaDoc()
 
 
-def changed(
-    doc: MetaDoc,
-    upsert: list[Row],
-    delete: list[Key],
-    touch: dict[str, int],
-    drop_runs: list[str],
-) -> MetaDoc | None:
-    """`doc` with the change made, or None when the change leaves it as it is."""
-    checkpoints = {run: dict(rows) for run, rows in doc.checkpoints.items()}
-    for row in upsert:
-        checkpoints.setdefault(row.run_id, {})[row.checkpoint_id] = shared(row)
-    for run_id, checkpoint_id in delete:
-        checkpoints.get(run_id, {}).pop(checkpoint_id, None)
-    runs = {**doc.runs, **touch}
-    for run_id in drop_runs:
-        runs.pop(run_id, None)
-    checkpoints = {run: rows for run, rows in checkpoints.items() if rows}
-    if checkpoints == doc.checkpoints and runs == doc.runs:
-        return None
-    return MetaDoc(doc.version, checkpoints, runs)
+def as_row(run_id: str, checkpoint_id: str, kept: SharedRow) -> Row:
+    meta = None if kept.user_metadata is None else dict(kept.user_metadata)
+    return Row(run_id, checkpoint_id, kept.created_us, kept.expires_us, kept.public, meta)
+
+
+PLAIN = ("expires_us", "public", "user_metadata")
+"""The fields whose values other than their defaults make a checkpoint worth an entry."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """The fields one row sets on one checkpoint's entry."""
+
+    key: Key
+    fields: dict[str, object]
+    whole: SharedRow
+    """The row's shared part (the entry, when the latest document has none)."""
+
+
+def _edit(doc: MetaDoc, row: Row) -> Edit | None:
+    """What `row` changes of `doc`'s entry; None when nothing (or a plain new checkpoint)."""
+    new = shared(row)
+    old = doc.checkpoints.get(row.run_id, {}).get(row.checkpoint_id)
+    if old is None:  # set what differs from a plain checkpoint (over another's new entry)
+        plain = SharedRow(new.created_us)
+        fields = {n: getattr(new, n) for n in PLAIN if getattr(new, n) != getattr(plain, n)}
+        return Edit((row.run_id, row.checkpoint_id), fields, new) if fields else None
+    fields = {
+        name: getattr(new, name)
+        for name in SharedRow.__struct_fields__
+        if getattr(new, name) != getattr(old, name)
+    }
+    return Edit((row.run_id, row.checkpoint_id), fields, new) if fields else None
+
+
+@dataclass(frozen=True)
+class Change:
+    """Edits and drops, made over whichever version of the document is the latest."""
+
+    edits: list[Edit]
+    gone: list[Key]
+    touch: dict[str, int]
+
+    def made(self, doc: MetaDoc | None) -> MetaDoc | None:
+        """`doc` with the change made, or None when it leaves it as it is."""
+        doc = doc or MetaDoc()
+        checkpoints = {run: dict(rows) for run, rows in doc.checkpoints.items()}
+        for edit in self.edits:
+            run_id, checkpoint_id = edit.key
+            rows = checkpoints.setdefault(run_id, {})
+            kept = rows.get(checkpoint_id)
+            rows[checkpoint_id] = (
+                edit.whole if kept is None else msgspec.structs.replace(kept, **edit.fields)
+            )
+        for run_id, checkpoint_id in self.gone:
+            checkpoints.get(run_id, {}).pop(checkpoint_id, None)
+        checkpoints = {run: rows for run, rows in checkpoints.items() if rows}
+        runs = {**doc.runs, **self.touch}
+        if checkpoints == doc.checkpoints and runs == doc.runs:
+            return None
+        return MetaDoc(doc.version, checkpoints, runs)
