@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ckpt_tui.locations import parse_location
 from ckpt_tui.store import Store
-from ckpt_tui.store.blobs.location import parse_location
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock
