@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from ckpt_tui.locations import parse_location
 from ckpt_tui.store import Store
-from ckpt_tui.store.blobs.location import parse_location
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
+from tests.support.bucket_tap import TappedBucket
 from tests.support.s3_server import S3Server
 
 
@@ -92,3 +93,81 @@ def test_writes_to_a_bucket_are_refused_until_the_write_side_plugs_in(
         with pytest.raises(Exception, match="read-only"):
             store.set_public("out", "weights/checkpoint-1", True)
     assert s3.keys(s3_bucket) == ["p/out/checkpoint-1/model.safetensors"]
+
+
+def test_headers_are_read_with_ranged_gets_never_the_whole_object(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    big = {"model.embed.weight": ("F32", [1024, 1024]), "lm_head.weight": ("F32", [1024, 512])}
+    L.safetensors_file(tmp_path / "export/model.safetensors", big)  # 6 MiB of tensor data
+    L.write(tmp_path / "saves/step.pt", L.torch_zip({"model": L.model_state(4, "F32")}))
+    huge_pt = L.torch_zip({"model": {"w": L.Tensor("F32", (1024, 1024))}})
+    L.write(tmp_path / "saves/huge.pt", huge_pt)  # 4 MiB of tensor data in the zip
+    s3.upload(s3_bucket, "p", tmp_path)
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        found = listing(store)
+    export = found["tinker://export/sampler_weights/model.safetensors"]
+    assert export[0] == (tmp_path / "export/model.safetensors").stat().st_size
+    assert export[1]["params"] == str(1024 * 1024 + 1024 * 512)
+    huge = found["tinker://saves/sampler_weights/huge.pt"]
+    assert huge[0] == len(huge_pt) and huge[1]["params"] == str(1024 * 1024)
+    assert bucket.bytes_read("p/export/model.safetensors") <= 128 * 1024
+    assert bucket.bytes_read("p/saves/huge.pt") <= 256 * 1024
+    assert all(start > 0 or n < 256 * 1024 for _, start, n in bucket.reads)
+
+
+def test_a_safetensors_header_over_the_bound_is_refused_as_on_disk(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    hostile = (200 * 1024 * 1024).to_bytes(8, "little") + b"{" * 1024
+    s3.put(s3_bucket, "p/x/model.safetensors", hostile)
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        facts = listing(store)["tinker://x/sampler_weights/model.safetensors"][1]
+    assert "over the 100 MB limit" in facts["unreadable"]
+    assert bucket.bytes_read("p/x/model.safetensors") <= len(hostile)
+
+
+def test_a_file_that_cannot_be_read_is_a_problem_and_its_checkpoint_stays_listed(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
+    s3.upload(s3_bucket, "p", tmp_path)
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    bucket.failing_keys = {"p/out/checkpoint-200/trainer_state.json"}
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        found = listing(store)
+        problems = store.problems()
+    facts = found["tinker://out/weights/checkpoint-200"][1]
+    assert "trainer_state.json cannot be read" in facts["unreadable"]
+    assert "500" in facts["unreadable"]
+    assert not problems.complete
+    assert any("checkpoint-200" in line for line in problems.lines)
+
+
+def test_a_listing_that_fails_later_keeps_what_was_known(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
+    s3.upload(s3_bucket, "p", tmp_path)
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        before = listing(store)
+        bucket.failing_listing = True
+        store.rescan()
+        assert listing(store) == before and len(before) == 2
+        assert not store.problems().complete
+        assert "503" in store.problems().lines[0]
+        bucket.failing_listing = False
+        store.rescan()
+        assert store.problems().complete
+
+
+def test_a_level_of_more_than_a_thousand_objects_is_listed_whole(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    for i in range(1010):  # more than one ListObjectsV2 page
+        s3.put(s3_bucket, f"p/run/model-{i:04d}.pt.tmp", b"")
+    with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
+        assert store.list_checkpoints(0, 0)[1] == 1010

@@ -10,13 +10,14 @@ texts keep the cloud's reason and drop everything else.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import obstore
 
+from ckpt_tui.locations import BucketLocation
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
-from ckpt_tui.store.blobs.location import BucketLocation
 
 if TYPE_CHECKING:
     from obstore.store import ObjectStore
@@ -150,6 +151,16 @@ def _read_error(exc: Exception) -> OSError:
 
 
 def reason(exc: BaseException) -> str:
-    """A cloud error's reason in one line, bounded: its first line, no request details."""
+    """A cloud error's reason in one line, bounded: the status the server answered and the
+    request (no query string), else the error's first line."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    found = _STATUS.search(text)
+    if found is not None:
+        method, url, status = found.groups()
+        text = f"the server answered {status.strip()} ({method} {url.split('?', 1)[0]})"
     return text[:MAX_REASON]
+
+
+_STATUS = re.compile(
+    r"Error performing (\w+) (\S+) in [^-]*- Server returned non-2xx status code: ([^:]+)"
+)
