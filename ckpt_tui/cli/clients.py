@@ -114,7 +114,10 @@ def bucket_transport(
     location = str(backend.local_bucket)
     try:
         store = open_bucket_store(
-            location, endpoint=backend.bucket_endpoint, region=backend.bucket_region
+            location,
+            endpoint=backend.bucket_endpoint,
+            region=backend.bucket_region,
+            readonly=readonly,
         )
     except StoreError as exc:
         message = f"could not open local store {location}: {exc}"

@@ -303,7 +303,7 @@ def serve_forever(
 
     try:
         if isinstance(root, str):  # a bucket location
-            store: Store = open_bucket_store(root)
+            store: Store = open_bucket_store(root, readonly=readonly)
         else:
             store = Store.open(root, readonly=True if readonly else None)
     except (StoreError, OSError) as exc:

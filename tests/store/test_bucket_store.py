@@ -83,11 +83,14 @@ def test_a_bucket_that_cannot_be_listed_is_a_problem_not_an_empty_store(
     assert "cannot be listed" in problems.lines[0]
 
 
-def test_writes_to_a_bucket_are_refused_until_the_write_side_plugs_in(
+def test_a_readonly_bucket_store_refuses_writes_and_writes_nothing(
     clock: FixedClock, s3: S3Server, s3_bucket: str
 ) -> None:
     s3.put(s3_bucket, "p/out/checkpoint-1/model.safetensors", b"junk")
-    with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
+    location = parse_location(f"s3://{s3_bucket}/p")
+    assert location is not None
+    storage = ObjectStorage.open(location)
+    with BucketStore.open_bucket(storage, clock, settle_seconds=0, readonly=True) as store:
         assert store.readonly
         assert store.sweep_expired() == []
         with pytest.raises(Exception, match="read-only"):

@@ -67,6 +67,11 @@ class ObjectStorage:
     def root(self) -> str:
         return self._root
 
+    @property
+    def object_store(self) -> ObjectStore:
+        """The obstore store: the write side's conditional writes and prefix listings."""
+        return self._store
+
     def list_level(self, path: str) -> dict[str, Entry]:
         key = key_of(path)
         try:

@@ -1,6 +1,7 @@
 """Deleting a checkpoint from a bucket: many objects, no rename, and a crash at any moment.
 
-A checkpoint is every object under `<prefix>/<checkpoint>/`. `BucketDeleter.delete`:
+A checkpoint is every object under `<prefix>/<checkpoint>/`, or, when there is none, the one
+object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete`:
 
 1. lists them (a failed list changes nothing), refuses any key not under the checkpoint's own
    prefix plus `/`, and refuses a checkpoint still being written (an object newer than the
@@ -145,7 +146,7 @@ class BucketDeleter:
         prefix = self.place.key(checked_rel(checkpoint))
         if incomplete_reason is not None:
             raise ConflictError(_still_written(checkpoint, incomplete_reason))
-        found = self._list(prefix)
+        found = self._list(prefix) or self._single(prefix)
         if not found:
             raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
         newest_us = max(found.values())
@@ -180,9 +181,8 @@ class BucketDeleter:
             else:
                 doomed.append(key)
         errors = self._delete_batches(doomed, outcome)
-        prefix = self.place.key(intent.checkpoint)
         try:
-            after = self._list(prefix)
+            after = self._objects_of(intent)
         except StorageFailedError as exc:
             outcome.problem = f"the objects could not be listed again to check ({exc})"
             return outcome
@@ -240,7 +240,7 @@ class BucketDeleter:
                     f"{self.place.name}: open the store writable to finish it"
                 )
                 continue
-            found = self._list(self.place.key(intent.checkpoint))
+            found = self._objects_of(intent)
             recovery.finished.append(self._finish(record, intent, found))
         return recovery
 
@@ -258,6 +258,26 @@ class BucketDeleter:
         return intent
 
     # --- listing ----------------------------------------------------------------------------
+    def _objects_of(self, intent: DeleteIntent) -> dict[str, int]:
+        """What is there now of the checkpoint `intent` deletes (its keys, or ones added)."""
+        prefix = self.place.key(intent.checkpoint)
+        if intent.keys == [prefix]:
+            return self._single(prefix)
+        return self._list(prefix)
+
+    def _single(self, key: str) -> dict[str, int]:
+        """{key: last modified} of the one object `key`, or {} when there is none."""
+        try:
+            found = obstore.head(self.place.store, key)
+        except FileNotFoundError:
+            return {}
+        except (BaseError, OSError) as exc:
+            raise StorageFailedError(
+                f"reading {key} in {self.place.name} failed ({bucket_why(exc)}); "
+                "nothing was deleted"
+            ) from exc
+        return {key: _us(found["last_modified"])}
+
     def _list(self, prefix: str) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
         found: dict[str, int] = {}
@@ -295,7 +315,8 @@ def _refuse_outside(keys: Iterable[str], prefix: str) -> None:
 
 def _check_intent(place: BucketPlace, intent: DeleteIntent) -> None:
     prefix = place.key(checked_rel(intent.checkpoint))
-    _refuse_outside(intent.keys, prefix)
+    if intent.keys != [prefix]:  # a single file's record names just it
+        _refuse_outside(intent.keys, prefix)
 
 
 def _still_written(checkpoint: str, reason: str) -> str:

@@ -64,8 +64,13 @@ def shared(row: Row) -> SharedRow:
 class BucketMeta:
     """The metadata of a store in a bucket (see the module's docstring)."""
 
-    def __init__(self, place: BucketPlace, readonly: bool, now_us: int) -> None:
+    def __init__(
+        self, place: BucketPlace, readonly: bool, now_us: int, derived_id: str | None = None
+    ) -> None:
         self.place = place
+        self.derived_id = derived_id
+        """The id the store reports while the bucket keeps none; kept by the first write
+        (so a reader before and after it sees one id). None: a new random one."""
         self.readonly = readonly
         self.writes = ConditionalWrites()
         self._now_us = now_us
@@ -84,7 +89,7 @@ class BucketMeta:
     def ensure_store_id(self) -> str:
         """The bucket's store id, made now (create-only: the first writer's id wins)."""
         if self.store_id is None:
-            made = StoreDoc(f"bucket-{uuid.uuid4().hex}", self._now_us)
+            made = StoreDoc(self.derived_id or f"bucket-{uuid.uuid4().hex}", self._now_us)
             doc = update_doc(
                 self.place,
                 self.place.meta_key(STORE_DOC),

@@ -17,6 +17,7 @@ def open_bucket_store(
     region: str | None = None,
     clock: Clock = SYSTEM_CLOCK,
     settle_seconds: float = SETTLE_SECONDS,
+    readonly: bool = False,
 ) -> BucketStore:
     """The store at bucket location `text`, read once; StoreError saying why it cannot be
     opened (a bucket that cannot be listed opens, with that problem: see `BucketStore`)."""
@@ -30,4 +31,4 @@ def open_bucket_store(
         storage = ObjectStorage.open(location)
     except OSError as exc:
         raise StoreError(exc.strerror or str(exc)) from None
-    return BucketStore.open_bucket(storage, clock, settle_seconds=settle_seconds)
+    return BucketStore.open_bucket(storage, clock, settle_seconds=settle_seconds, readonly=readonly)

@@ -6,38 +6,36 @@ is in memory until the bucket keeps it (see below); its layout points nowhere on
 (`NO_FOLDER`), so a file operation that slipped through fails rather than touching the
 working folder.
 
-WRITES PLUG IN HERE. Until they do, a bucket store is read-only: every change answers
-ReadOnlyStoreError (403) and the sweeper deletes nothing. The write side replaces, in a
-subclass or in this class:
-- `set_public`, `set_ttl`: published/TTL/created times kept in the bucket under the prefix
-  (conditional PUTs, ETag If-Match / If-None-Match), then `self._ledger.commit_row`;
-- `delete_checkpoint`, `sweep_expired`: an intent record naming every key, then
-  `self.storage.delete_batch` (DeleteObjects, 1,000 keys a request), a listing to verify
-  nothing is left, then `self._ledger.commit_delete`; every key checked to start with the
-  checkpoint's prefix plus `/` (`entry.location`);
-- `open` (here): recovery of interrupted deletes, and the bucket's store id, before the
-  first look; and `readonly` (here: always True) from whether the bucket can be written.
-`self.storage` (an `ObjectStorage`) lists, stats, reads ranges and deletes batches.
+Writes (`changes.py`, `shared.py`): published, TTL and created times are kept in the bucket
+under the prefix (`metadata.py`, conditional writes), so publish and TTL are the folder
+store's own `Writer` over a `SharedMetaDB`; a delete is `deleting.py`'s (an intent record,
+batched DeleteObjects, a listing to verify), and the open finishes interrupted deletes before
+the first look. `readonly=True` (`--readonly`) refuses every change and writes nothing.
+`self.storage` (an `ObjectStorage`) lists, stats and reads ranges.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 from typing import BinaryIO
 
 from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket.changes import BucketChanges
+from ckpt_tui.store.bucket.metadata import BucketMeta
+from ckpt_tui.store.bucket.place import BucketPlace
+from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.export import CheckpointFile
-from ckpt_tui.store.guard import Guard
+from ckpt_tui.store.guard import Guard, locked
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.ledger import Ledger
-from ckpt_tui.store.meta import MetaDB
 from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.store.storage import storage_errors
 from ckpt_tui.store.store import Store
+from ckpt_tui.store.times import to_us
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
@@ -49,7 +47,11 @@ class BucketStore(Store):
     """A checkpoint store on a bucket prefix (see the module)."""
 
     def __init__(
-        self, storage: ObjectStorage, clock: Clock, settle_seconds: float = SETTLE_SECONDS
+        self,
+        storage: ObjectStorage,
+        clock: Clock,
+        settle_seconds: float = SETTLE_SECONDS,
+        readonly: bool = False,
     ) -> None:  # deliberately not Store.__init__: nothing here is a folder
         self.storage = storage
         self.root = Path(storage.root or ".")
@@ -57,11 +59,13 @@ class BucketStore(Store):
         self.guard = Guard(Path(storage.url))
         layout = Layout(NO_FOLDER)
         self._layout = layout
-        meta = MetaDB(sqlite3.connect(":memory:", check_same_thread=False), bucket_id(storage))
-        self._ledger = Ledger(meta, clock)
+        place = BucketPlace(storage.object_store, storage.root, storage.url)
+        shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+        self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
-        self._writer = Writer(layout, self._ledger, self._watcher, readonly=True, unmade=False)
+        self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade=False)
         self._deleter = Deleter(layout, self._ledger, self._watcher)
+        self._changes = BucketChanges(storage, shared, self._ledger, clock, settle_seconds)
 
     @classmethod
     def open_bucket(
@@ -70,13 +74,62 @@ class BucketStore(Store):
         clock: Clock = SYSTEM_CLOCK,
         *,
         settle_seconds: float = SETTLE_SECONDS,
+        readonly: bool = False,
     ) -> BucketStore:
-        """Open the store on `storage`'s prefix and read it once (a failed listing is a
-        problem of the store, `problems()`, not an error: its lists say they are incomplete)."""
-        store = cls(storage, clock, settle_seconds)
-        with store.guard.held():
-            store._watcher.scan_all()
+        """Open the store on `storage`'s prefix, finish the deletes a crash interrupted
+        (read-only: report them), read it once (a failed listing is a problem of the store,
+        `problems()`, not an error: its lists say they are incomplete) and sweep."""
+        store = cls(storage, clock, settle_seconds, readonly)
+        try:
+            with store.guard.held():
+                store._changes.recover(readonly)
+                store._watcher.scan_all()
+                if not readonly:
+                    store._sweep()  # on what was just read: no second look
+        except BaseException:
+            store.close()
+            raise
         return store
+
+    @property
+    def recovery_problems(self) -> list[str]:
+        """What the open found of interrupted deletes it did not finish, and why."""
+        recovery = self._changes.recovery
+        unfinished = [str(o.error()) for o in recovery.finished if not o.done]
+        return [*unfinished, *recovery.problems]
+
+    @property
+    def write_problem(self) -> str | None:
+        """Said once the first write found the server ignores conditional writes."""
+        return self._changes.place_problem()
+
+    @locked
+    def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
+        """Delete a checkpoint's objects (`deleting.py`), then forget it."""
+        with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
+            self._writer.require_writable()
+            entry = self._watcher.live_entry(run_id, checkpoint_id)
+            self._changes.delete(entry, touch=True, rescan=self._watcher.scan_all)
+
+    def sweep_expired(self) -> list[str]:
+        """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
+        if self.readonly:
+            return []
+        self._watcher.notice_changes_unlocked(force=True)
+        with self.guard.held():
+            return self._sweep()
+
+    def _sweep(self) -> list[str]:
+        removed: list[str] = []
+        self._ledger.hide_expired()
+        expired = self._ledger.index.expired.values()
+        for entry in sorted(expired, key=lambda e: e.tinker_path):
+            try:
+                self._changes.delete(entry, touch=False, rescan=self._watcher.scan_all)
+            except StoreError:
+                continue  # hidden still; tried again at the next sweep
+            removed.append(entry.tinker_path)
+        return removed
 
     @property
     def url(self) -> str:
