@@ -49,6 +49,11 @@ class ObjectStorage:
         client: dict[str, Any] = {}
         if endpoint and endpoint.startswith("http://"):
             client["allow_http"] = True  # a plain-HTTP endpoint the user named (a test server)
+        if location.scheme == "file":  # the whole folder is the store; its root is its top
+            try:
+                return cls(from_url(location.url), location.url)
+            except Exception as exc:
+                raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
         try:
             store = from_url(
                 f"{location.scheme}://{location.bucket}",
