@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SCHEMES = {"s3": "S3", "gs": "Google Cloud Storage", "az": "Azure Blob Storage"}
+SCHEMES = {
+    "s3": "S3",
+    "gs": "Google Cloud Storage",
+    "az": "Azure Blob Storage",
+    "file": "a folder read as a bucket (obstore's LocalStore: what the demo's bucket is)",
+}
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
 
 
@@ -30,6 +35,8 @@ class BucketLocation:
     @property
     def url(self) -> str:
         """`scheme://bucket/prefix`: what people see (no credentials are ever in it)."""
+        if self.scheme == "file":
+            return f"file:///{self.prefix}"
         return f"{self.scheme}://{self.bucket}/{self.prefix}".rstrip("/")
 
 
@@ -48,12 +55,16 @@ def parse_location(
     scheme, _, rest = text.partition("://")
     scheme = scheme.lower()
     if scheme not in SCHEMES or not _:
-        known = ", ".join(f"{s}://" for s in SCHEMES)
+        known = ", ".join(f"{s}://" for s in SCHEMES if s != "file")
         raise UnsupportedLocationError(
             f"cannot open {_shown(text)}: this build opens folders and buckets ({known}); "
             "give a folder path or a bucket location"
         )
     bucket, _, prefix = rest.partition("/")
+    if scheme == "file":  # file:///absolute/folder: no bucket, the path is the prefix
+        if bucket:
+            raise UnsupportedLocationError(f"{text}: give file:///absolute/folder")
+        return BucketLocation(scheme, "", "/".join(p for p in prefix.split("/") if p))
     if not bucket or "@" in bucket:
         raise UnsupportedLocationError(
             f"{scheme}://{bucket.rpartition('@')[2]}/…: give the bucket after {scheme}:// "

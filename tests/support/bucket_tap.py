@@ -4,7 +4,7 @@ reads of chosen keys, or whose whole listing, fail as a cloud's would (StorageRe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ckpt_tui.locations import parse_location
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
@@ -33,6 +33,15 @@ class TappedBucket(ObjectStorage):
         data = super().read_range(path, start, length)
         self.reads.append((key, start, len(data)))
         return data
+
+    def read_many(
+        self, wanted: Sequence[tuple[str, int, int]], in_flight: int
+    ) -> dict[tuple[str, int], bytes]:
+        """The read-ahead: the failing keys fail there too; the rest are counted."""
+        kept = [item for item in wanted if item[0] not in self.failing_keys]
+        found = super().read_many(kept, in_flight)
+        self.reads.extend((key, start, len(data)) for (key, start), data in found.items())
+        return found
 
     def list_all(self) -> Iterator[tuple[str, Entry]]:
         if self.failing_listing:

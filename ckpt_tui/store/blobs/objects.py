@@ -9,9 +9,11 @@ texts keep the cloud's reason and drop everything else.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import obstore
@@ -49,6 +51,11 @@ class ObjectStorage:
         client: dict[str, Any] = {}
         if endpoint and endpoint.startswith("http://"):
             client["allow_http"] = True  # a plain-HTTP endpoint the user named (a test server)
+        if location.scheme == "file":  # the whole folder is the store; its root is its top
+            try:
+                return cls(from_url(location.url), location.url)
+            except Exception as exc:
+                raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
         try:
             store = from_url(
                 f"{location.scheme}://{location.bucket}",
@@ -122,6 +129,32 @@ class ObjectStorage:
         except Exception as exc:
             raise _read_error(exc) from None
         return bytes(data)
+
+    def read_many(
+        self, wanted: Sequence[tuple[str, int, int]], in_flight: int
+    ) -> dict[tuple[str, int], bytes]:
+        """(key, start) -> bytes for many ranged reads (key, start, length), `in_flight` at
+        a time; a read that fails is left out (whoever needs it reads it again and says why)."""
+
+        async def one(gate: asyncio.Semaphore, key: str, start: int, length: int) -> bytes | None:
+            async with gate:
+                try:
+                    got = await obstore.get_range_async(
+                        self._store, key, start=start, length=length
+                    )
+                except Exception:
+                    return None
+                return bytes(got)
+
+        async def every() -> list[bytes | None]:
+            gate = asyncio.Semaphore(in_flight)
+            return await asyncio.gather(*(one(gate, *item) for item in wanted))
+
+        # in a thread of its own: the caller may be inside an event loop (the app's)
+        with ThreadPoolExecutor(1) as runner:
+            answers = runner.submit(asyncio.run, every()).result()
+        pairs = zip(wanted, answers, strict=True)
+        return {(key, start): got for (key, start, _), got in pairs if got is not None}
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails

@@ -9,20 +9,32 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from ckpt_tui.store.blobs.base import Entry, Storage, StorageReadError
+from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
 
 MAX_LISTED = 2_000_000
 """The most objects one listing holds in memory (about 200 bytes each)."""
 
+READ_AHEAD = 64 * 1024
+"""The start of a file read ahead: what the walk's first read of it asks for (a buffered
+reader's block), so that read is answered from memory."""
+READ_AHEAD_BUDGET = 128 * 1024 * 1024
+"""The most bytes one look reads ahead; past it, files are read when the walk asks."""
+READ_AHEAD_IN_FLIGHT = 64
+WHOLE_FILES = frozenset(
+    {"trainer_state.json", "config.json", "adapter_config.json", "run.json", "latest", ".metadata"}
+)
+HEADER_SUFFIXES = (".safetensors", ".index.json")
+
 
 class ListedTree:
     """A `Storage` answering listings from one flat listing of `bucket`'s root."""
 
-    def __init__(self, bucket: Storage, objects: Iterable[tuple[str, Entry]]) -> None:
+    def __init__(self, bucket: ObjectStorage, objects: Iterable[tuple[str, Entry]]) -> None:
         self._bucket = bucket
         self._levels: dict[str, dict[str, Entry]] = {}
         self._files: dict[str, Entry] = {}
+        self._ahead: dict[tuple[str, int], bytes] = {}
         for key, entry in objects:
             self._add(key, entry)
 
@@ -57,7 +69,33 @@ class ListedTree:
         return self._files.get(key_of(path))
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
+        key = key_of(path)
+        ahead = self._ahead.get((key, start)) if start == 0 else None
+        if ahead is not None and (len(ahead) >= length or len(ahead) == self._size(key)):
+            return ahead[:length]
         return self._bucket.read_range(path, start, length)
+
+    def _size(self, key: str) -> int:
+        found = self._files.get(key)
+        return -1 if found is None else found.size
+
+    def read_ahead(self) -> int:
+        """Read the start of every file the walk will read (JSON it reads whole, safetensors
+        headers), many at once: a walk then waits for no request of these. Returns the bytes
+        read ahead. Nothing read here is trusted more than a read the walk makes itself: a
+        failed one is simply read again (and its failure recorded) when the walk asks."""
+        wanted: list[tuple[str, int, int]] = []
+        budget = READ_AHEAD_BUDGET
+        for key, entry in self._files.items():
+            name = key.rsplit("/", 1)[-1]
+            if entry.size and (name in WHOLE_FILES or name.endswith(HEADER_SUFFIXES)):
+                length = min(entry.size, READ_AHEAD)
+                if length > budget:
+                    break
+                budget -= length
+                wanted.append((key, 0, length))
+        self._ahead = self._bucket.read_many(wanted, READ_AHEAD_IN_FLIGHT)
+        return READ_AHEAD_BUDGET - budget
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         return self._bucket.delete_batch(paths)

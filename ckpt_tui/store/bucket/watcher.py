@@ -67,6 +67,7 @@ class BucketWatcher(Watcher):
             self._walk = Reading(unread={root or ".": f"cannot be listed: {why(exc)}"})
             return  # what was known stays, listed as incomplete
         self.objects_listed = tree.object_count
+        tree.read_ahead()  # without the walk's order: many requests at once
         meta = self._ledger.meta
         rows_by_run: dict[str, list[Row]] = defaultdict(list)
         for row in meta.rows():
