@@ -31,7 +31,7 @@ import msgspec
 import obstore
 from obstore.exceptions import BaseError
 
-from ckpt_tui.store.bucket.failures import bucket_why
+from ckpt_tui.store.blobs.objects import reason
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -150,9 +150,10 @@ class BucketDeleter:
         if not found:
             raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
         newest_us = max(found.values())
-        reason = unsettled_reason(newest_us, Settling(to_us(self.clock.now()), self.settle_us))
-        if reason is not None:
-            raise ConflictError(_still_written(checkpoint, reason))
+        settling = Settling(to_us(self.clock.now()), self.settle_us)
+        unsettled = unsettled_reason(newest_us, settling)
+        if unsettled is not None:
+            raise ConflictError(_still_written(checkpoint, unsettled))
         intent = DeleteIntent(checkpoint, run_id, checkpoint_id, sorted(found), newest_us)
         record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
         self._write_intent(record, intent)
@@ -165,7 +166,7 @@ class BucketDeleter:
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"deleting {intent.checkpoint} failed: its delete record could not be written "
-                f"to {self.place.name} ({bucket_why(exc)}); nothing was deleted"
+                f"to {self.place.name} ({reason(exc)}); nothing was deleted"
             ) from exc
 
     def _finish(self, record: str, intent: DeleteIntent, found: dict[str, int]) -> DeleteOutcome:
@@ -206,7 +207,7 @@ class BucketDeleter:
             try:
                 obstore.delete(self.place.store, batch)
             except (BaseError, OSError) as exc:
-                errors.update(dict.fromkeys(batch, bucket_why(exc)))
+                errors.update(dict.fromkeys(batch, reason(exc)))
             self._step("batch")
         return errors
 
@@ -220,7 +221,7 @@ class BucketDeleter:
         except StoreError as exc:
             outcome.problem = f"its metadata could not be dropped ({exc})"
         except (BaseError, OSError) as exc:
-            outcome.problem = f"its delete record could not be removed ({bucket_why(exc)})"
+            outcome.problem = f"its delete record could not be removed ({reason(exc)})"
 
     # --- at open ----------------------------------------------------------------------------
     def pending(self) -> list[str]:
@@ -273,8 +274,7 @@ class BucketDeleter:
             return {}
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"reading {key} in {self.place.name} failed ({bucket_why(exc)}); "
-                "nothing was deleted"
+                f"reading {key} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
             ) from exc
         return {key: _us(found["last_modified"])}
 
@@ -292,8 +292,7 @@ class BucketDeleter:
                     )
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"listing {prefix} in {self.place.name} failed ({bucket_why(exc)}); "
-                "nothing was deleted"
+                f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
             ) from exc
         _refuse_outside(found, prefix)
         return found

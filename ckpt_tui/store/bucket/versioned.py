@@ -23,7 +23,7 @@ import msgspec
 import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
 
-from ckpt_tui.store.bucket.failures import bucket_why
+from ckpt_tui.store.blobs.objects import reason
 from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.errors import StorageFailedError, StoreBusyError, StoreError
 
@@ -61,7 +61,7 @@ def read_doc(place: BucketPlace, key: str, kind: type[T]) -> Versioned[T]:
     except FileNotFoundError:
         return Versioned(None, None)
     except (BaseError, OSError) as exc:
-        raise StorageFailedError(f"{place.name}: reading {key} failed: {bucket_why(exc)}") from exc
+        raise StorageFailedError(f"{place.name}: reading {key} failed: {reason(exc)}") from exc
     try:
         doc = msgspec.json.decode(data[: MAX_DOC_BYTES + 1], type=kind)
     except msgspec.DecodeError as exc:
@@ -97,7 +97,7 @@ def probe_conditional_writes(place: BucketPlace, found: ConditionalWrites) -> No
         ignored = ["If-None-Match", "If-Match"]
     except (BaseError, OSError) as exc:
         raise StorageFailedError(
-            f"{place.name}: writing to the bucket failed: {bucket_why(exc)}; nothing was changed"
+            f"{place.name}: writing to the bucket failed: {reason(exc)}; nothing was changed"
         ) from exc
     finally:
         _remove_quietly(place, key)
@@ -171,6 +171,6 @@ def _write(
         return False
     except (BaseError, OSError) as exc:
         raise StorageFailedError(
-            f"{place.name}: writing {key} failed: {bucket_why(exc)}; nothing was changed"
+            f"{place.name}: writing {key} failed: {reason(exc)}; nothing was changed"
         ) from exc
     return True
