@@ -9,6 +9,8 @@ faults a real server can have:
         faults.extra_listed_key = "store/x/y"     # every ListObjectsV2 answer also names this
         faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
                                                   # waits for the event (`delete_done` is set)
+        faults.backdate = True                    # objects' times answered as in 2020 (a
+                                                  # server clock behind: everything settled)
 
 `requests` logs `(method, path, query)` of every request forwarded.
 """
@@ -28,6 +30,8 @@ from starlette.types import Receive, Scope, Send
 
 _OBJECT = re.compile(rb"<Object>\s*<Key>([^<]*)</Key>.*?</Object>", re.DOTALL)
 _DROPPED = {b"host", b"content-length", b"transfer-encoding", b"connection"}
+_LAST_MODIFIED = re.compile(rb"<LastModified>[^<]*</LastModified>")
+_OLD_TIME = b"2020-01-01T00:00:00.000Z"
 HOLD_GUARD = 300.0
 """Seconds an answer is held at most (a guard: the test sets the event)."""
 _CHECKSUMS = (b"content-md5", b"x-amz-checksum-crc32", b"x-amz-checksum-sha256")
@@ -43,6 +47,7 @@ class S3Faults:
         self.extra_listed_key: str | None = None
         self.hold_delete_answers: threading.Event | None = None
         self.delete_done = threading.Event()
+        self.backdate = False
         self.requests: list[tuple[str, str, str]] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -79,7 +84,11 @@ class S3Faults:
             content = _with_errors(content, refused)
         if method == "GET" and "list-type=2" in query and self.extra_listed_key:
             content = _with_listed(content, self.extra_listed_key)
-        await _answer(send, answer, content)
+        if self.backdate:
+            content = _LAST_MODIFIED.sub(
+                b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
+            )
+        await _answer(send, answer, content, self.backdate)
 
 
 def _without(body: bytes, needle: bytes) -> tuple[bytes, list[bytes]]:
@@ -115,12 +124,15 @@ async def _body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _answer(send: Send, answer: httpx.Response, content: bytes) -> None:
+async def _answer(send: Send, answer: httpx.Response, content: bytes, backdate: bool) -> None:
     headers: list[Any] = [
         (k.encode(), v.encode())
         for k, v in answer.headers.items()
         if k.lower() not in ("content-length", "transfer-encoding", "content-encoding")
     ]
+    if backdate:
+        old = b"Wed, 01 Jan 2020 00:00:00 GMT"
+        headers = [(k, old if k.lower() == b"last-modified" else v) for k, v in headers]
     headers.append((b"content-length", str(len(content)).encode()))
     await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": content})
