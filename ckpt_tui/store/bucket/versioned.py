@@ -13,6 +13,7 @@ ignored, writes are plain overwrites and `ConditionalWrites.problem` says so.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # type names of obstore's stubs only
     from obstore import PutMode, PutResult, UpdateVersion
 
 T = TypeVar("T")
+logger = logging.getLogger("ckpt_tui.store")
 
 MAX_DOC_BYTES = 64 * 1024 * 1024
 """The largest store document read (10,000 checkpoints' metadata is about 2 MB)."""
@@ -107,6 +109,7 @@ def probe_conditional_writes(place: BucketPlace, found: ConditionalWrites) -> No
             f"{place.name}: the server ignores conditional writes ({', '.join(ignored)}): "
             "two writers changing published, TTL or created times at once may lose one's change"
         )
+        logger.warning("%s", found.problem)
 
 
 def _stale(first: PutResult) -> PutMode:
