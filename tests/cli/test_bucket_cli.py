@@ -167,3 +167,37 @@ def test_the_clouds_credentials_never_show(
             shown += out + err
     assert "no-such-bucket" in shown and "checkpoint-200" in shown
     assert DUMMY_SECRET not in shown and os.environ["AWS_ACCESS_KEY_ID"] not in shown
+
+
+def test_an_aws_profile_gives_the_keys(
+    box: Path,
+    s3_bucket: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    aws = tmp_path / "home" / ".aws"
+    aws.mkdir(parents=True)
+    (aws / "credentials").write_text(
+        "[team]\naws_access_key_id = profile-key-id\naws_secret_access_key = profile-secret\n"
+    )
+    (aws / "config").write_text("[profile team]\nregion = us-east-1\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_PROFILE", "team")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to fall back on
+    code, out, err = run(capsys, "--local", f"s3://{s3_bucket}/team/box", "ls", "--json")
+    assert code == 0, err
+    assert len(checkpoints(json.loads(out))) == 4
+    assert "profile-secret" not in out + err
+
+
+def test_an_aws_profile_that_does_not_exist_is_said_by_name(
+    s3_bucket: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.setenv("AWS_PROFILE", "nobody")
+    code, _out, err = run(capsys, "--local", f"s3://{s3_bucket}/p", "ls")
+    assert code != 0
+    assert "AWS_PROFILE=nobody: ProfileNotFound" in err

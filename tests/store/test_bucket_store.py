@@ -174,3 +174,19 @@ def test_a_level_of_more_than_a_thousand_objects_is_listed_whole(
         s3.put(s3_bucket, f"p/run/model-{i:04d}.pt.tmp", b"")
     with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
         assert store.list_checkpoints(0, 0)[1] == 1010
+
+
+def test_a_look_that_finds_every_object_as_it_was_reads_no_file_again(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
+    s3.upload(s3_bucket, "p", tmp_path)
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        before, reads = listing(store), len(bucket.reads)
+        store.rescan()
+        assert listing(store) == before and len(bucket.reads) == reads
+        L.hf_trainer_output(tmp_path / "out", steps=(300,))
+        s3.upload(s3_bucket, "p/out", tmp_path / "out", skip=("checkpoint-100", "checkpoint-200"))
+        store.rescan()
+        assert len(listing(store)) == 3 and len(bucket.reads) > reads

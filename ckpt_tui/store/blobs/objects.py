@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +56,13 @@ class ObjectStorage:
                 return cls(from_url(location.url), location.url)
             except Exception as exc:
                 raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
+        provider = profile_provider(location, config)
         try:
             store = from_url(
                 f"{location.scheme}://{location.bucket}",
                 config=config or None,  # type: ignore[arg-type]
                 client_options=client or None,  # type: ignore[arg-type]
+                credential_provider=provider,  # type: ignore[arg-type]
             )
         except Exception as exc:  # obstore raises its own kinds and ValueError
             raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
@@ -166,6 +168,53 @@ class ObjectStorage:
             why = reason(exc)
             return {path: why for path in paths}
         return dict.fromkeys(paths)
+
+
+def profile_provider(
+    location: BucketLocation, config: dict[str, Any]
+) -> Callable[[], dict[str, Any]] | None:
+    """The keys of `AWS_PROFILE` for an S3 location, unless keys are in the environment
+    (which come first, as in the AWS SDKs); its region goes into `config` unless given."""
+    profile = os.environ.get("AWS_PROFILE")
+    if location.scheme != "s3" or not profile or os.environ.get("AWS_ACCESS_KEY_ID"):
+        return None
+    provider, region = profile_credentials(profile)
+    if region:
+        config.setdefault("region", region)
+    return provider
+
+
+def profile_credentials(profile: str) -> tuple[Callable[[], dict[str, Any]], str | None]:
+    """(what gives obstore the keys of AWS profile `profile`, the profile's region), read
+    by boto3 from the shared config files as the AWS CLI reads them; obstore reads no
+    profiles itself. StorageReadError saying what to do when it cannot be read."""
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        raise StorageReadError(
+            f"AWS_PROFILE={profile} is set, but reading profiles needs boto3 "
+            "(pip install boto3); or export the profile's keys: "
+            'eval "$(aws configure export-credentials --format env)"'
+        ) from None
+    try:
+        session = boto3.Session(profile_name=profile)
+        credentials = session.get_credentials()
+    except BotoCoreError as exc:
+        raise StorageReadError(f"AWS_PROFILE={profile}: {type(exc).__name__}") from None
+    if credentials is None:
+        raise StorageReadError(f"AWS_PROFILE={profile}: the profile holds no credentials")
+
+    def provide() -> dict[str, Any]:
+        frozen = credentials.get_frozen_credentials()
+        return {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": None,
+        }
+
+    return provide, session.region_name
 
 
 def key_of(path: str) -> str:

@@ -6,6 +6,7 @@ per folder. The listing is all or nothing: a page that fails fails it (never a p
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Sequence
 
@@ -61,6 +62,14 @@ class ListedTree:
     @property
     def object_count(self) -> int:
         return len(self._files)
+
+    def fingerprint(self) -> str:
+        """What every object is (key, size, ETag, time): equal while nothing changed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for key in sorted(self._files):
+            entry = self._files[key]
+            digest.update(f"{key}\0{entry.size}\0{entry.tag}\0{entry.mtime_ns}\n".encode())
+        return digest.hexdigest()
 
     def list_level(self, path: str) -> dict[str, Entry]:
         return dict(self._levels.get(key_of(path), {}))

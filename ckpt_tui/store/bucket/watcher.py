@@ -51,6 +51,14 @@ class BucketWatcher(Watcher):
         self.storage = storage
         self.objects_listed = 0
         """Objects in the last whole listing (what a look costs: one request per 1,000)."""
+        self._seen: str | None = None
+        """The fingerprint of the objects last read: a listing that finds them all as they
+        were reads no file again (unless something was unread or still being written)."""
+
+    def _must_read_again(self) -> bool:
+        """Whether a look must read files though no object changed: one could not be read,
+        or a checkpoint is still settling (time alone can make it complete)."""
+        return bool(self._run_unread or self._walk.unread or self._ledger.unsettled)
 
     def problems(self) -> ReadProblems:
         unread = {**self._walk.unread}
@@ -67,6 +75,12 @@ class BucketWatcher(Watcher):
             self._walk = Reading(unread={root or ".": f"cannot be listed: {why(exc)}"})
             return  # what was known stays, listed as incomplete
         self.objects_listed = tree.object_count
+        fingerprint = tree.fingerprint()
+        if fingerprint == self._seen and not self._must_read_again():
+            self._walk = Reading()  # listed whole: the store is as it was
+            self._last_check = time.monotonic()
+            return
+        self._seen = fingerprint
         tree.read_ahead()  # without the walk's order: many requests at once
         meta = self._ledger.meta
         rows_by_run: dict[str, list[Row]] = defaultdict(list)
