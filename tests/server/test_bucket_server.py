@@ -204,3 +204,25 @@ def test_serve_readonly_of_a_bucket_refuses_changes(
                 server.terminate()
                 server.wait(timeout=30)
     assert codes == {True: 403, False: 409}
+
+
+def test_deletes_wait_on_the_bucket_side_by_side_and_one_checkpoint_once(
+    served: tuple[str, BucketStore], s3: S3Server, s3_bucket: str
+) -> None:
+    """While one delete waits on the bucket (its intent written), the store answers: a list,
+    a delete of another checkpoint (done), and a second delete of the same one (409)."""
+    url, store = served
+    during: list[int] = []
+
+    def meanwhile(step: str) -> None:
+        if step == "intent" and not during:
+            during.append(0)
+            during.append(httpx.get(f"{url}/api/v1/checkpoints").status_code)
+            during.append(httpx.delete(f"{url}{API}/{C100}").status_code)
+            during.append(httpx.delete(f"{url}{API}/{C200}").status_code)
+
+    store.delete_step_hook = meanwhile
+    assert httpx.delete(f"{url}{API}/{C100}", timeout=60).status_code == 204
+    assert during == [0, 200, 409, 204]
+    assert objects(s3, s3_bucket, 100) == objects(s3, s3_bucket, 200) == []
+    assert len(objects(s3, s3_bucket, 300)) > 0

@@ -17,6 +17,7 @@ A read-only BucketMeta changes its memory only, and never makes a store id.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ class BucketMeta:
         self, place: BucketPlace, readonly: bool, now_us: int, derived_id: str | None = None
     ) -> None:
         self.place = place
+        self.lock = threading.Lock()
+        """Held while a change is made: deletes change the metadata outside the store's lock."""
         self.derived_id = derived_id
         """The id the store reports while the bucket keeps none; kept by the first write
         (so a reader before and after it sees one id). None: a new random one."""
@@ -88,6 +91,10 @@ class BucketMeta:
 
     def ensure_store_id(self) -> str:
         """The bucket's store id, made now (create-only: the first writer's id wins)."""
+        with self.lock:
+            return self._ensure_store_id()
+
+    def _ensure_store_id(self) -> str:
         if self.store_id is None:
             made = StoreDoc(self.derived_id or f"bucket-{uuid.uuid4().hex}", self._now_us)
             doc = update_doc(
@@ -132,12 +139,14 @@ class BucketMeta:
         if not edits and not gone:
             return  # a run's last change alone is not worth a write
         change = Change(edits, gone, touch or {})
-        if self.readonly:
-            self.doc = change.made(self.doc) or self.doc
-            return
-        self.ensure_store_id()
-        doc_key = self.place.meta_key(META_DOC)
-        self.doc = update_doc(self.place, doc_key, MetaDoc, change.made, self.writes) or MetaDoc()
+        with self.lock:
+            if self.readonly:
+                self.doc = change.made(self.doc) or self.doc
+                return
+            self._ensure_store_id()
+            doc_key = self.place.meta_key(META_DOC)
+            written = update_doc(self.place, doc_key, MetaDoc, change.made, self.writes)
+            self.doc = written or MetaDoc()
 
 
 def as_row(run_id: str, checkpoint_id: str, kept: SharedRow) -> Row:

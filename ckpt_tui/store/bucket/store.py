@@ -17,6 +17,7 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,7 +30,7 @@ from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.export import CheckpointFile
-from ckpt_tui.store.guard import Guard, locked
+from ckpt_tui.store.guard import Guard
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.settle import SETTLE_SECONDS
@@ -92,6 +93,15 @@ class BucketStore(Store):
         return store
 
     @property
+    def delete_step_hook(self) -> Callable[[str], None] | None:
+        """Called after a delete's intent record and after each batch (`deleting.py`)."""
+        return self._changes.deleter.step_hook
+
+    @delete_step_hook.setter
+    def delete_step_hook(self, hook: Callable[[str], None] | None) -> None:
+        self._changes.deleter.step_hook = hook
+
+    @property
     def recovery_problems(self) -> list[str]:
         """What the open found of interrupted deletes it did not finish, and why."""
         recovery = self._changes.recovery
@@ -103,13 +113,20 @@ class BucketStore(Store):
         """Said once the first write found the server ignores conditional writes."""
         return self._changes.place_problem()
 
-    @locked
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
-        """Delete a checkpoint's objects (`deleting.py`), then forget it."""
-        with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
+        """Delete a checkpoint's objects (`deleting.py`, outside the store's lock: deletes
+        asked for side by side wait on the bucket side by side), then forget it."""
+        with self.guard.held():
             self._writer.require_writable()
             entry = self._watcher.live_entry(run_id, checkpoint_id)
-            self._changes.delete(entry, touch=True, rescan=self._watcher.scan_all)
+            self._changes.claim(entry)
+        try:
+            outcome = self._changes.delete_objects(entry)
+        finally:
+            with self.guard.lock:
+                self._changes.release(entry)
+        with self.guard.held(), storage_errors(f"deleting {entry.tinker_path}"):
+            self._changes.forget(entry, outcome, touch=True, rescan=self._watcher.scan_all)
 
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
