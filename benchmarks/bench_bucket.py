@@ -14,11 +14,18 @@ every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, 
 - the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`.
 Prints each one's median wall time, the ratios, and whether each listed every object or
 checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
+
+With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
+--yes` through the same proxy, after the objects have settled (10 s after they were written).
+Prints the checkpoints and objects deleted, objects deleted per second, and the requests the
+proxy saw by kind: DeleteObjects batches, lists, PUTs (intent records), the rest; the target is
+batches, not one request per object. `--only-prune` skips the listings.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing
 import os
@@ -116,6 +123,104 @@ def rclone_count(out: str) -> int:
     return sum(1 for item in json.loads(out) if not item.get("IsDir"))
 
 
+class CountingProxy(LatencyProxy):
+    """`LatencyProxy` that also counts the requests clients send, by kind (a request's first
+    chunk starts with its method; a body sent in a later chunk is not counted again)."""
+
+    def __init__(self, upstream_port: int, latency: float) -> None:
+        super().__init__(upstream_port, latency)
+        self.counts: dict[str, int] = {}
+
+    def reset(self) -> None:
+        self.counts = {}
+
+    def count(self, data: bytes) -> None:
+        line = data.split(b"\r\n", 1)[0].decode("latin-1")
+        method, _, rest = line.partition(" ")
+        if method not in ("GET", "PUT", "POST", "DELETE", "HEAD"):
+            return
+        target = rest.rsplit(" ", 1)[0]
+        if method == "POST" and "?delete" in target:
+            kind = "DeleteObjects"
+        elif method == "GET" and "list-type=2" in target:
+            kind = "ListObjectsV2"
+        else:
+            kind = method
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    async def _pipe(  # type: ignore[no-untyped-def]
+        self, reader, writer, delay: float
+    ) -> None:
+        try:
+            while data := await reader.read(1 << 16):
+                if delay:
+                    self.count(data)
+                    await asyncio.sleep(delay)
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+
+def object_count(environment: dict[str, str], upstream: str) -> int:
+    """Objects under the bench prefix, listed straight from moto (no proxy)."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=upstream,
+        region_name=environment["AWS_REGION"],
+        aws_access_key_id=environment["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=environment["AWS_SECRET_ACCESS_KEY"],
+    )
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{PREFIX}/")
+    return sum(
+        1
+        for page in pages
+        for item in page.get("Contents", [])
+        if "/.ckpt-tui/" not in f"/{item['Key']}"
+    )
+
+
+def bench_prune(
+    args: argparse.Namespace,
+    proxy: CountingProxy,
+    env: dict[str, str],
+    upstream: str,
+    written_at: float,
+) -> None:
+    """One `prune --keep-last 1 --yes` over the whole bucket, through the proxy."""
+    wait = 10.5 - (time.monotonic() - written_at)  # the settle time: objects newer are kept
+    if wait > 0:
+        time.sleep(wait)
+    before = object_count(env, upstream)
+    command = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "prune", "--keep-last", "1"]
+    proxy.reset()
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--yes", "--json"], env=env, capture_output=True, text=True, check=False
+    )
+    seconds = time.perf_counter() - start
+    counts = dict(proxy.counts)
+    after = object_count(env, upstream)
+    try:
+        outcomes = json.loads(done.stdout)["outcomes"]
+    except (ValueError, KeyError):
+        sys.exit(f"prune failed ({done.returncode}): {done.stderr[-2000:]}")
+    deleted = sum(1 for o in outcomes if o.get("ok"))
+    objects = before - after
+    total = sum(counts.values())
+    print(f"\nprune --keep-last 1 --yes over {args.checkpoints:,} checkpoints "
+          f"(+{args.latency * 1000:.0f} ms per request), exit {done.returncode}:")  # fmt: skip
+    rate = objects / seconds
+    print(f"  {len(outcomes):,} deletes asked, {deleted:,} answered done; "
+          f"{objects:,} objects deleted in {seconds:.1f} s: {rate:,.0f} objects/s")  # fmt: skip
+    kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items()))
+    batches = counts.get("DeleteObjects", 0)
+    print(f"  {total:,} requests: {kinds}; {batches / max(objects, 1):.3f} DeleteObjects "
+          f"and {total / max(objects, 1):.2f} requests per object deleted")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--checkpoints", type=int, default=10_000)
@@ -124,6 +229,8 @@ def main() -> None:
     parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
     parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
+    parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
+    parser.add_argument("--only-prune", action="store_true", help="time prune only")
     args = parser.parse_args()
     ready: multiprocessing.Queue[tuple[str, dict[str, str], int]] = multiprocessing.Queue()
     stop = multiprocessing.Event()
@@ -132,10 +239,12 @@ def main() -> None:
     try:
         started = time.perf_counter()
         upstream, environment, objects = ready.get(timeout=600)
+        written_at = time.monotonic()
         print(f"{args.checkpoints:,} checkpoints, {objects:,} objects written in "
               f"{time.perf_counter() - started:.1f} s")  # fmt: skip
         port = int(upstream.rsplit(":", 1)[1])
-        with LatencyProxy(port, args.latency) as proxy:
+        proxy = CountingProxy(port, args.latency)
+        with proxy:
             endpoint = f"http://127.0.0.1:{proxy.port}"
             env = {**os.environ, **environment, "AWS_ENDPOINT_URL": endpoint}
             env.pop("AWS_CA_BUNDLE", None)  # plain HTTP: rclone's SDK refuses a bundle then
@@ -160,15 +269,19 @@ def main() -> None:
                 fast = [*rclone, "--fast-list", f"bench:{BUCKET}/{PREFIX}"]
                 commands["rclone lsjson -R --fast-list"] = (fast, rclone_count, objects)
             times: dict[str, list[float]] = {name: [] for name in commands}
-            for rep in range(args.reps):
+            for rep in range(0 if args.only_prune else args.reps):
                 for name, (command, count, expected) in commands.items():
                     seconds, out = timed(command, env)
                     whole = count(out) == expected
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
+            if args.prune or args.only_prune:
+                bench_prune(args, proxy, env, upstream, written_at)
     finally:
         stop.set()
         moto.join(30)
+    if args.only_prune:
+        return
     print(f"\n{args.checkpoints:,} checkpoints, {objects:,} objects on moto, "
           f"+{args.latency * 1000:.0f} ms per request, median of {args.reps}:")  # fmt: skip
     medians = {name: statistics.median(values) for name, values in times.items()}
