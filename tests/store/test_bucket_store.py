@@ -9,8 +9,11 @@ import pytest
 
 from ckpt_tui.locations import parse_location
 from ckpt_tui.store import Store
+from ckpt_tui.store.blobs import FolderStorage
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
+from ckpt_tui.store.discover import FoundRun, discover
+from ckpt_tui.store.files import reading_from
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.bucket_tap import TappedBucket
@@ -190,3 +193,18 @@ def test_a_look_that_finds_every_object_as_it_was_reads_no_file_again(
         s3.upload(s3_bucket, "p/out", tmp_path / "out", skip=("checkpoint-100", "checkpoint-200"))
         store.rescan()
         assert len(listing(store)) == 3 and len(bucket.reads) > reads
+
+
+def test_the_walk_over_the_folder_storage_finds_what_it_finds_on_disk(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    root = every_layout(tmp_path / "box", clock)
+    on_disk = discover(root, reserved={"tinker-run"})
+    with reading_from(FolderStorage(str(root))):
+        through = discover(root, reserved={"tinker-run"})
+    assert len(on_disk.runs) >= 8
+    assert [walked(run) for run in through.runs] == [walked(run) for run in on_disk.runs]
+
+
+def walked(run: FoundRun) -> tuple[str, list[tuple[str, int, dict[str, str]]]]:
+    return run.run_id, [(cid, found.size, facts) for cid, found, facts in run.checkpoints]

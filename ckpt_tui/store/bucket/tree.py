@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
+from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
 
 MAX_LISTED = 2_000_000
 """The most objects one listing holds in memory (about 200 bytes each)."""
@@ -21,6 +22,7 @@ READ_AHEAD = 64 * 1024
 reader's block), so that read is answered from memory."""
 READ_AHEAD_BUDGET = 128 * 1024 * 1024
 """The most bytes one look reads ahead; past it, files are read when the walk asks."""
+# Under `runs/` (the Tinker layout) only run.json is read whole: a checkpoint's config is not.
 READ_AHEAD_IN_FLIGHT = 64
 WHOLE_FILES = frozenset(
     {"trainer_state.json", "config.json", "adapter_config.json", "run.json", "latest", ".metadata"}
@@ -95,9 +97,11 @@ class ListedTree:
         failed one is simply read again (and its failure recorded) when the walk asks."""
         wanted: list[tuple[str, int, int]] = []
         budget = READ_AHEAD_BUDGET
+        tinker = f"{self.root}/{RUNS_DIR}/" if self.root else f"{RUNS_DIR}/"
         for key, entry in self._files.items():
             name = key.rsplit("/", 1)[-1]
-            if entry.size and (name in WHOLE_FILES or name.endswith(HEADER_SUFFIXES)):
+            whole = name == RUN_JSON if key.startswith(tinker) else name in WHOLE_FILES
+            if entry.size and (whole or name.endswith(HEADER_SUFFIXES)):
                 length = min(entry.size, READ_AHEAD)
                 if length > budget:
                     break
