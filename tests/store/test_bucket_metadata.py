@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from obstore.store import LocalStore
 
 from ckpt_tui.store.bucket import versioned
 from ckpt_tui.store.bucket.metadata import META_DOC, STORE_DOC, BucketMeta, MetaDoc
@@ -190,3 +192,14 @@ def test_a_change_that_changes_nothing_writes_nothing(s3: S3Server, s3_bucket: s
     change: Callable[[MetaDoc | None], MetaDoc | None] = never
     versioned.update_doc(place, place.meta_key(META_DOC), MetaDoc, change, opened(place).writes)
     assert [key for key in s3.keys(s3_bucket) if not key.split("/")[-1].startswith("probe-")] == []
+
+
+def test_a_store_without_if_match_is_detected_and_still_written(tmp_path: Path) -> None:
+    """obstore's local store (the demo's `file://` bucket) has create-only writes but no
+    If-Match: said, and the change is made."""
+    place = BucketPlace(LocalStore(tmp_path), "p", f"file://{tmp_path}/p")
+    meta = opened(place)
+    meta.apply(upsert=[row("a", public=True)])
+    assert meta.writes.supported is False
+    assert meta.problem is not None and "ignores conditional writes (If-Match)" in meta.problem
+    assert opened(place).rows()[0].public

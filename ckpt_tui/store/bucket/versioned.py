@@ -95,7 +95,7 @@ def probe_conditional_writes(place: BucketPlace, found: ConditionalWrites) -> No
             for header, mode in (("If-None-Match", "create"), ("If-Match", _stale(first)))
             if not _refused(place, key, mode)
         ]
-    except NotSupportedError:
+    except (NotSupportedError, NotImplementedError):
         ignored = ["If-None-Match", "If-Match"]
     except (BaseError, OSError) as exc:
         raise StorageFailedError(
@@ -106,7 +106,7 @@ def probe_conditional_writes(place: BucketPlace, found: ConditionalWrites) -> No
     found.supported = not ignored
     if ignored:
         found.problem = (
-            f"{place.name}: the server ignores conditional writes ({', '.join(ignored)}): "
+            f"{place.name}: the storage ignores conditional writes ({', '.join(ignored)}): "
             "two writers changing published, TTL or created times at once may lose one's change"
         )
         logger.warning("%s", found.problem)
@@ -125,7 +125,7 @@ def _refused(place: BucketPlace, key: str, mode: PutMode) -> bool:
         obstore.put(place.store, key, b"{}", mode=mode, use_multipart=False)
     except LOST_RACE:
         return True
-    except NotSupportedError:
+    except (NotSupportedError, NotImplementedError):  # obstore's local store: no If-Match
         return False
     return False
 
