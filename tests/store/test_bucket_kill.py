@@ -113,6 +113,17 @@ def test_a_kill_between_batches_loses_nothing_and_the_next_open_finishes(
         killed(process)
     left = s3.keys(s3_bucket, "store/run/step-10/")
     assert left == DOOMED[16:]  # two batches of 8 went, the rest is there
+    location = parse_location(f"s3://{s3_bucket}/store", endpoint=s3.endpoint)
+    assert location is not None
+    browsing = BucketStore.open_bucket(ObjectStorage.open(location), SystemClock(), readonly=True)
+    with browsing:  # read-only: said, as a problem that makes the list incomplete
+        problems = browsing.problems()
+    assert not problems.complete
+    assert problems.lines == [
+        ".ckpt-tui/deletes: an interrupted delete of run/step-10 is waiting in "
+        f"s3://{s3_bucket}/store: open the store writable to finish it"
+    ]
+    assert s3.keys(s3_bucket, "store/run/step-10/") == left
     finished_at_next_open(s3, s3_bucket)
 
 

@@ -15,9 +15,10 @@ import logging
 from collections.abc import Callable
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
-from ckpt_tui.store.bucket.deleting import BucketDeleter, DeleteOutcome, Recovery
+from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter, DeleteOutcome, Recovery
 from ckpt_tui.store.bucket.metadata import BucketMeta
-from ckpt_tui.store.bucket.place import BucketPlace
+from ckpt_tui.store.bucket.place import META_FOLDER, BucketPlace
+from ckpt_tui.store.bucket.tree import join
 from ckpt_tui.store.errors import ConflictError, NotFoundError, StoreError
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.ledger import Ledger
@@ -104,6 +105,21 @@ class BucketChanges:
             current = self._ledger.index.expired.get(entry.key)
         if current is not None:  # a look meanwhile may have dropped it already
             self._ledger.commit_delete(current, touch)
+
+    def unfinished(self, root: str) -> dict[str, str]:
+        """The interrupted deletes the open did not finish, as problems (where -> why)."""
+        found = {
+            join(root, outcome.checkpoint): str(outcome.error())
+            for outcome in self.recovery.finished
+            if not outcome.done
+        }
+        problems = self.recovery.problems
+        if problems:
+            shown = "; ".join(problems[:3]) + (
+                f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+            )
+            found[join(root, META_FOLDER, DELETES)] = shown
+        return found
 
     def place_problem(self) -> str | None:
         return self._meta.problem

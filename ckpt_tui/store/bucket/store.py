@@ -84,6 +84,8 @@ class BucketStore(Store):
         try:
             with store.guard.held():
                 store._changes.recover(readonly)
+                if isinstance(store._watcher, BucketWatcher):
+                    store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
                 store._watcher.scan_all()
                 if not readonly:
                     store._sweep()  # on what was just read: no second look

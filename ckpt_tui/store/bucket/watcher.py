@@ -51,6 +51,9 @@ class BucketWatcher(Watcher):
         self.storage = storage
         self.objects_listed = 0
         """Objects in the last whole listing (what a look costs: one request per 1,000)."""
+        self.unfinished_deletes: dict[str, str] = {}
+        """Deletes a crash interrupted that the open did not finish (where -> why): problems
+        that make the lists incomplete, since what such a checkpoint still holds is partial."""
         self._seen: str | None = None
         """The fingerprint of the objects last read: a listing that finds them all as they
         were reads no file again (unless something was unread or still being written)."""
@@ -61,7 +64,7 @@ class BucketWatcher(Watcher):
         return bool(self._run_unread or self._walk.unread or self._ledger.unsettled)
 
     def problems(self) -> ReadProblems:
-        unread = {**self._walk.unread}
+        unread = {**self._walk.unread, **self.unfinished_deletes}
         for run_unread in self._run_unread.values():
             unread.update(run_unread)
         return ReadProblems.of(unread, {}, self.storage.root or ".")
