@@ -22,6 +22,7 @@ from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
 from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
 
 API = "/api/v1/training_runs/trainer/checkpoints"
@@ -226,3 +227,33 @@ def test_deletes_wait_on_the_bucket_side_by_side_and_one_checkpoint_once(
     assert during == [0, 200, 409, 204]
     assert objects(s3, s3_bucket, 100) == objects(s3, s3_bucket, 200) == []
     assert len(objects(s3, s3_bucket, 300)) > 0
+
+
+def test_a_delete_the_bucket_refuses_in_part_answers_what_happened(
+    box: str, later: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    """DeleteObjects answers an error for one key of the batch: the answer says how many
+    objects went and which did not; the list shows what is left; the next open finishes."""
+    faults = S3Faults(s3.endpoint)
+    faults.refuse_delete = "checkpoint-300/optimizer.pt"
+    with run_server(faults) as endpoint:
+        location = parse_location(box, endpoint=endpoint)
+        assert location is not None
+        store = BucketStore.open_bucket(ObjectStorage.open(location), later, settle_seconds=0)
+        with store, run_server(create_app(store, sweep_interval=None)) as url:
+            answer = httpx.delete(f"{url}{API}/{C300}")
+            listed_after = httpx.get(f"{url}{API}").json()["checkpoints"]
+    assert answer.status_code == 503
+    assert answer.headers["x-should-retry"] == "false"
+    detail = answer.json()["detail"]
+    assert "is not finished" in detail and "could not be" in detail
+    assert "checkpoint-300/optimizer.pt" in detail and "AccessDenied" in detail
+    assert objects(s3, s3_bucket, 300) == ["p/trainer/checkpoint-300/optimizer.pt"]
+    left = {c["checkpoint_id"]: c["user_metadata"] or {} for c in listed_after}
+    assert left[C300].get("incomplete") == "true"  # what is left is not a checkpoint to use
+    assert len(s3.keys(s3_bucket, "p/.ckpt-tui/deletes/")) == 1
+    again = opened(box, later)  # the next open finishes it
+    with again:
+        assert again.recovery_problems == []
+    assert objects(s3, s3_bucket, 300) == []
+    assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") == []
