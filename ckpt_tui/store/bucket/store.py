@@ -2,9 +2,9 @@
 
 It is a `Store` whose watcher reads the bucket (`BucketWatcher`): listing, paging, ordering,
 expiry hiding, problems and the server's answers are the folder store's own code. Its metadata
-is in memory until the bucket keeps it (see below); its layout points nowhere on disk
-(`NO_FOLDER`), so a file operation that slipped through fails rather than touching the
-working folder.
+rows are in memory, their shared part also in the bucket (see below); its layout points
+nowhere on disk (`NO_FOLDER`), so a file operation that slipped through fails rather than
+touching the working folder.
 
 Writes (`changes.py`, `shared.py`): published, TTL and created times are kept in the bucket
 under the prefix (`metadata.py`, conditional writes), so publish and TTL are the folder
