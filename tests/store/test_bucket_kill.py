@@ -236,3 +236,69 @@ def _delete(path: str, answers: list[object]) -> None:
         answers.append(httpx.delete(path, timeout=GUARD))
     except httpx.HTTPError as exc:
         answers.append(exc)
+
+
+def test_kill_9_of_serve_during_a_prune_keeps_what_is_kept_and_no_checkpoint_half_gone(
+    tmp_path: Path, s3: S3Server, s3_bucket: str
+) -> None:
+    """`prune --keep-last 1 --yes` against `serve s3://…`, killed once the first DeleteObjects
+    is done (every answer held): the newest and the published checkpoint are untouched, and
+    after the next open each checkpoint is either whole or gone."""
+    steps = (100, 200, 300, 400, 500, 600)
+    L.hf_trainer_output(tmp_path / "box/trainer", steps=steps)
+    s3.upload(s3_bucket, "p", tmp_path / "box")
+    whole = {step: s3.keys(s3_bucket, f"p/trainer/checkpoint-{step}/") for step in steps}
+    faults = S3Faults(s3.endpoint)
+    faults.backdate = True
+    gate = threading.Event()
+    env = {**os.environ, **s3.environment(), "AWS_ENDPOINT_URL": "", "CKPT_TUI_TEST": "1"}
+    with run_server(faults) as endpoint:
+        env["AWS_ENDPOINT_URL"] = endpoint
+        command = [sys.executable, "-m", "ckpt_tui", "serve", f"s3://{s3_bucket}/p", "--port", "0"]
+        with subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as server:
+            try:
+                assert server.stdout is not None
+                url = server.stdout.readline().split("serving ", 1)[1].split(" ", 1)[0]
+                api = f"{url}/api/v1/training_runs/trainer/checkpoints/weights"
+                assert httpx.post(f"{api}/checkpoint-200/publish", timeout=GUARD).status_code == 204
+                faults.delete_done.clear()
+                faults.hold_delete_answers = gate
+                prune = [sys.executable, "-m", "ckpt_tui", "prune", "--url", url]
+                pruning = subprocess.Popen(
+                    [*prune, "--keep-last", "1", "--yes"],
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                assert faults.delete_done.wait(GUARD)
+                killed(server)
+                pruning.wait(GUARD)
+            finally:
+                gate.set()
+                for started in (server, pruning):
+                    if started is not None and started.poll() is None:
+                        os.kill(started.pid, signal.SIGKILL)
+                        started.wait(GUARD)
+    assert s3.keys(s3_bucket, "p/trainer/checkpoint-600/") == whole[600]
+    assert s3.keys(s3_bucket, "p/trainer/checkpoint-200/") == whole[200]
+    assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") != []  # at least one was interrupted
+
+    location = parse_location(f"s3://{s3_bucket}/p", endpoint=s3.endpoint)
+    assert location is not None
+    later = FixedClock(SystemClock().now() + timedelta(days=1))
+    store = BucketStore.open_bucket(ObjectStorage.open(location), later)
+    with store:
+        assert store.recovery_problems == []
+    for step in steps:
+        left = s3.keys(s3_bucket, f"p/trainer/checkpoint-{step}/")
+        assert left in (whole[step], []), f"checkpoint-{step} is half gone: {left}"
+    assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") == []
+    assert "checkpoint-200" in meta_entries(s3, s3_bucket)
