@@ -244,14 +244,16 @@ class Picture:
     scene: Scene
     failing_server: bool = False
     with_box: bool = False
-    """Both of the demo's backends, as `ckpt-tui demo` opens them."""
+    """The demo's training box too, as `ckpt-tui demo` opens it."""
+    with_bucket: bool = False
+    """And its bucket: the first screen shows all three backends, as `ckpt-tui demo` does."""
 
 
 PICTURES = (
-    Picture("main.svg", BIG, main_view, with_box=True),
-    Picture("main-80x24.svg", SMALL, main_view, with_box=True),
-    Picture("all-by-size.svg", BIG, all_by_size, with_box=True),
-    Picture("all-80x24.svg", SMALL, all_by_size, with_box=True),
+    Picture("main.svg", BIG, main_view, with_box=True, with_bucket=True),
+    Picture("main-80x24.svg", SMALL, main_view, with_box=True, with_bucket=True),
+    Picture("all-by-size.svg", BIG, all_by_size, with_box=True, with_bucket=True),
+    Picture("all-80x24.svg", SMALL, all_by_size, with_box=True, with_bucket=True),
     Picture("details.svg", BIG, details),
     Picture("ttl-dialog.svg", BIG, ttl_dialog),
     Picture("delete-warnings.svg", BIG, delete_warnings),
@@ -278,7 +280,9 @@ def steady_cursors(app: CkptApp) -> None:
 async def take(picture: Picture, work: Path, out: Path) -> Path:
     """Build a fresh demo, play the scene and save the SVG; return where it went."""
     wrap = failing_one_name if picture.failing_server else None
-    with pictured_demo(work / "demo", wrap=wrap, with_box=picture.with_box) as app:
+    with pictured_demo(
+        work / "demo", wrap=wrap, with_box=picture.with_box, with_bucket=picture.with_bucket
+    ) as app:
         async with app.run_test(size=picture.size, notifications=True) as pilot:
             await settle(pilot)
             await picture.scene(pilot)

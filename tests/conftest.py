@@ -16,6 +16,7 @@ from tests.support.clock import T0
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
+from tests.support.s3_server import S3Server, s3_server
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -114,3 +115,21 @@ def faulty_demo(tmp_path: Path, clock: FixedClock) -> Iterator[tuple[ServedDemo,
 
     with served_demo(tmp_path / "demo", clock, wrap=wrap) as served:
         yield served, holder[0]
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """One real S3 server (moto) for the whole run; each test makes its own bucket."""
+    with s3_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new empty bucket on the test S3 server, with the standard AWS variables pointing at
+    the server (dummy credentials) for the test's duration."""
+    for name, value in s3.environment().items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    return s3.make_bucket()

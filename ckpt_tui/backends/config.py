@@ -12,6 +12,13 @@
     [backends.scratch]
     local = "/data/ckpts"
 
+    [backends.bucket]
+    local = "s3://my-bucket/checkpoints"    # or gs://, az://
+    endpoint = "https://s3.example.com"      # optional (MinIO, R2...); region = "eu-west-1" too
+
+A bucket's credentials are never in the file either: each cloud's client reads its standard
+environment variables (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE...).
+
 A key is never written in the file itself: `api_key_env` names an environment variable and
 `api_key_file` a file that holds it; both are read only when the backend is opened, and
 checked then (a missing key, or one no request can carry, is that backend's error, not the
@@ -35,6 +42,7 @@ from ckpt_tui.backends.descriptor import NAME_PATTERN, NAME_RULE
 from ckpt_tui.client import DEFAULT_MAX_IN_FLIGHT, InvalidUrlError
 from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret, UnusableKey, checked_key
+from ckpt_tui.locations import UnsupportedLocationError, has_scheme, parse_location
 from ckpt_tui.regular_files import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -47,6 +55,8 @@ KNOWN_KEYS = (
     "storage_rate",
     "readonly",
     "max_in_flight",
+    "endpoint",
+    "region",
 )
 MAX_IN_FLIGHT_CEILING = 1024
 """The largest `max_in_flight` accepted: beyond it, a typo (an extra zero) is likelier than a
@@ -72,6 +82,11 @@ class ConfiguredBackend(msgspec.Struct, frozen=True, gc=False):
     name: str
     url: str | None = None
     local: Path | None = None
+    bucket: str | None = None
+    """`local = "s3://bucket/prefix"` (gs://, az://): a bucket location, with the client's
+    `endpoint` and `region` (credentials come from the cloud's standard environment)."""
+    endpoint: str | None = None
+    region: str | None = None
     api_key_env: str | None = None
     api_key_file: Path | None = None
     storage_rate: float | None = None
@@ -172,7 +187,7 @@ def checked(name: str, table: Any, where: Locator) -> ConfiguredBackend:
     for key in table:
         if key not in KNOWN_KEYS:
             raise where.error(name, key, f"unknown setting; known ones: {', '.join(KNOWN_KEYS)}")
-    for key in ("url", "local", "api_key_env", "api_key_file"):
+    for key in ("url", "local", "api_key_env", "api_key_file", "endpoint", "region"):
         if key in table and (not isinstance(table[key], str) or not table[key].strip()):
             raise where.error(name, key, "must be a non-empty string in quotes")
     if ("url" in table) == ("local" in table):
@@ -187,6 +202,11 @@ def checked(name: str, table: Any, where: Locator) -> ConfiguredBackend:
         for key in ("api_key_env", "api_key_file"):
             if key in table:
                 raise where.error(name, key, "a local store takes no key; remove it")
+        if has_scheme(table["local"].strip()):
+            return bucket_of(table, name, where, source, rate, readonly, in_flight)
+        for key in ("endpoint", "region"):
+            if key in table:
+                raise where.error(name, key, 'only a bucket (local = "s3://…") takes it')
         folder = local_of(table["local"], name, where)
         return ConfiguredBackend(
             name,
@@ -249,6 +269,47 @@ def in_flight_of(table: dict[str, Any], name: str, where: Locator) -> int:
         fix = f"must be from 1 to {MAX_IN_FLIGHT_CEILING} (changes sent at once), e.g. 32"
         raise where.error(name, "max_in_flight", fix)
     return value
+
+
+def bucket_of(
+    table: dict[str, Any],
+    name: str,
+    where: Locator,
+    source: str,
+    rate: float | None,
+    readonly: bool,
+    in_flight: int,
+) -> ConfiguredBackend:
+    """A backend whose `local` is a bucket location; never a credential from this file."""
+    try:
+        location = parse_location(table["local"].strip())
+    except UnsupportedLocationError as exc:
+        raise where.error(name, "local", str(exc)) from None
+    assert location is not None
+    endpoint = table.get("endpoint")
+    if endpoint is not None:
+        if without_user_info(endpoint) != endpoint:
+            raise where.error(name, "endpoint", "no credentials in the endpoint: " + CLOUD_ENV)
+        try:
+            check_base_url(endpoint, f"endpoint of [backends.{name}]")
+        except InvalidUrlError as exc:
+            raise where.error(name, "endpoint", exc.message) from None
+    return ConfiguredBackend(
+        name,
+        bucket=location.url,
+        endpoint=endpoint,
+        region=table.get("region"),
+        storage_rate=rate,
+        readonly=readonly,
+        max_in_flight=in_flight,
+        source=source,
+    )
+
+
+CLOUD_ENV = (
+    "credentials come from the cloud's environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+    "AWS_PROFILE; GOOGLE_APPLICATION_CREDENTIALS; AZURE_STORAGE_*)"
+)
 
 
 def local_of(text: str, name: str, where: Locator) -> Path:

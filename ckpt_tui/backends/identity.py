@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ckpt_tui.backends.connection import Connection
 from ckpt_tui.backends.descriptor import Backend
 from ckpt_tui.client import ClientError
+from ckpt_tui.locations import has_scheme
 
 PlaceKey = tuple[object, ...]
 LOOPBACK = "loopback"
@@ -37,7 +38,13 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def place_key(backend: Backend) -> PlaceKey:
     """What `backend` is, as far as its description says (equal keys: one store)."""
+    if is_bucket(backend):
+        return ("bucket", backend.location)  # already spelled one way (`parse_location`)
     return folder_key(backend.location) if backend.is_local else url_key(backend.location)
+
+
+def is_bucket(backend: Backend) -> bool:
+    return backend.is_local and has_scheme(backend.location)
 
 
 def folder_key(folder: str) -> PlaceKey:
@@ -72,8 +79,15 @@ def folder_chain(folder: str) -> list[FolderId]:
 
 
 def nested_folders(locals_: Sequence[Backend]) -> str | None:
-    """Why one of the local backends' folders is inside another's; None when none is."""
-    chains = [(backend, folder_chain(backend.location)) for backend in locals_]
+    """Why one of the local backends' folders (or bucket prefixes) is inside another's; None
+    when none is."""
+    buckets = [backend for backend in locals_ if is_bucket(backend)]
+    for inner in buckets:
+        for outer in buckets:
+            if inner.location.startswith(outer.location + "/"):
+                return nested_message(outer, inner)
+    folders = [backend for backend in locals_ if not is_bucket(backend)]
+    chains = [(backend, folder_chain(backend.location)) for backend in folders]
     for inner, chain in chains:
         for outer, outer_chain in chains:
             if outer is not inner and chain and outer_chain and outer_chain[0] in chain[1:]:

@@ -38,6 +38,7 @@ from ckpt_tui.backends.identity import (
 from ckpt_tui.client import CredentialsError, Endpoint, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret
+from ckpt_tui.locations import UnsupportedLocationError, has_scheme, parse_location
 
 TINKER = "tinker"
 
@@ -205,7 +206,7 @@ def command_line_setups(wanted: Wanted, taken: set[str]) -> list[Setup]:
         given.append((name, "url", url.rstrip("/")))
     for text in wanted.locals:
         name, folder = split_named(text)
-        given.append((name, "local", str(Path(folder).expanduser().absolute())))
+        given.append((name, "local", local_location(folder)))
     named = [name for name, _, _ in given if name is not None]
     taken = taken | set(named)
     setups = []
@@ -216,13 +217,32 @@ def command_line_setups(wanted: Wanted, taken: set[str]) -> list[Setup]:
         readonly, rate = wanted.readonly, wanted.storage_rate
         if kind == "local":
             backend = Backend(name, "local", location, readonly, rate)
-            setups.append(Setup(backend, Endpoint.local(Path(location), wanted.project)))
+            setups.append(Setup(backend, local_endpoint(location, wanted.project)))
             continue
         key = wanted.api_key if len(wanted.urls) == 1 else None
         source = "--api-key flag" if key else None
         endpoint = Endpoint.remote(location, key, source, project=wanted.project)
         setups.append(Setup(Backend(name, "url", location, readonly, rate), endpoint))
     return setups
+
+
+def local_location(text: str) -> str:
+    """A --local value as a location: a bucket's (`s3://bucket/prefix`), or the folder's
+    absolute path. A scheme this build cannot open is refused, never taken as a folder."""
+    try:
+        bucket = parse_location(text)
+    except UnsupportedLocationError as exc:
+        raise SetupError(f"--local {exc}") from None
+    return bucket.url if bucket is not None else str(Path(text).expanduser().absolute())
+
+
+def local_endpoint(
+    location: str, project: str | None, endpoint: str | None = None, region: str | None = None
+) -> Endpoint:
+    """The in-process endpoint of a local store: a bucket location or a folder."""
+    if has_scheme(location):
+        return Endpoint.bucket(location, project, endpoint=endpoint, region=region)
+    return Endpoint.local(Path(location), project)
 
 
 def configured_setup(
@@ -232,6 +252,12 @@ def configured_setup(
     readonly = configured.readonly or wanted.readonly
     rate = configured.storage_rate if configured.storage_rate is not None else wanted.storage_rate
     ceiling = configured.max_in_flight
+    if configured.bucket is not None:
+        backend = Backend(configured.name, "local", configured.bucket, readonly, rate, ceiling)
+        endpoint = local_endpoint(
+            configured.bucket, wanted.project, configured.endpoint, configured.region
+        )
+        return Setup(backend, endpoint)
     if configured.local is not None:
         folder = str(configured.local)
         backend = Backend(configured.name, "local", folder, readonly, rate, ceiling)

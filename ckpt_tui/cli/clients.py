@@ -36,7 +36,9 @@ async def open_client(
     first scan takes a while: an event loop, e.g. the TUI's, stays responsive meanwhile).
     LocalStoreFailed if the local store cannot be opened."""
     local = None
-    if backend.local_store is not None:
+    if backend.local_bucket is not None:
+        local = await asyncio.to_thread(bucket_transport, backend, readonly)
+    elif backend.local_store is not None:
         local = await asyncio.to_thread(local_transport, backend.local_store, readonly)
     return _client(backend, local, readonly, timeouts, retry, max_in_flight)
 
@@ -51,7 +53,9 @@ def client_for(
 ) -> CheckpointClient:
     """Like `open_client`, but a local store is opened here and now (blocking)."""
     local = None
-    if backend.local_store is not None:
+    if backend.local_bucket is not None:
+        local = bucket_transport(backend, readonly)
+    elif backend.local_store is not None:
         local = local_transport(backend.local_store, readonly)
     return _client(backend, local, readonly, timeouts, retry, max_in_flight)
 
@@ -94,6 +98,29 @@ def local_transport(
         raise LocalStoreFailed(message, detail=exc.strerror or str(exc)) from None
     except StoreError as exc:
         message = f"could not open local store {store_path}: {exc}"
+        raise LocalStoreFailed(message, detail=str(exc)) from None
+    app = create_app(store, sweep_interval=None)
+    return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
+
+
+def bucket_transport(
+    endpoint: Endpoint, readonly: bool = False
+) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+    """`local_transport` for a bucket location: the same app over a `BucketStore`."""
+    from ckpt_tui.server import create_app
+    from ckpt_tui.store import StoreError
+    from ckpt_tui.store.bucket.opening import open_bucket_store
+
+    location = str(endpoint.local_bucket)
+    try:
+        store = open_bucket_store(
+            location,
+            endpoint=endpoint.bucket_endpoint,
+            region=endpoint.bucket_region,
+            readonly=readonly,
+        )
+    except StoreError as exc:
+        message = f"could not open local store {location}: {exc}"
         raise LocalStoreFailed(message, detail=str(exc)) from None
     app = create_app(store, sweep_interval=None)
     return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close

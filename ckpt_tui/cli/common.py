@@ -22,6 +22,7 @@ from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import CheckpointClient, ClientError, Endpoint
 from ckpt_tui.cost import RateError, resolve_storage_rate
+from ckpt_tui.locations import has_scheme
 
 NO_BACKEND_MESSAGE = """\
 ckpt-tui: no backend configured. Any one of these gives it one:
@@ -59,7 +60,9 @@ def setups_from_args(
     urls, folders, names = list(args.url), list(args.local), list(args.backend)
     tinker_left_out = named_only and bool(urls or folders) and TINKER not in names
     for text in folders:
-        check_local_folder(Path(split_named(text)[1]).expanduser())
+        place = split_named(text)[1]
+        if not has_scheme(place):  # a bucket location is checked when resolved
+            check_local_folder(Path(place).expanduser())
     wanted = Wanted(
         urls=urls,
         locals=folders,
@@ -131,8 +134,9 @@ def connection_to(
     """One backend named `name` where `endpoint` says (the demo's, a benchmark's), opened as
     `connect` opens every backend the options name."""
     local = endpoint.local_store
-    kind: BackendKind = "local" if local is not None else "url"
+    kind: BackendKind = "local" if endpoint.is_local else "url"
     location = str(local.absolute()) if local is not None else endpoint.base_url
+    location = endpoint.local_bucket or location
     backend = Backend(name, kind, location, readonly, storage_rate)
     return connect(Setup(backend, endpoint))
 

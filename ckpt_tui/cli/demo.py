@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ckpt_tui.backends.resolve import local_endpoint
 from ckpt_tui.catalog.actions_log import state_log_file
 from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli import allocator, options
 from ckpt_tui.cli.common import connection_to, fail
-from ckpt_tui.client import Endpoint
 from ckpt_tui.cost import RateError, resolve_storage_rate
 from ckpt_tui.timekeeping.clock import clock_from_environ
 
@@ -60,16 +60,22 @@ def executable() -> str:
     return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m ckpt_tui"
 
 
-def demo_backends(paths: DemoPaths) -> list[tuple[str, Path]]:
-    """The demo's two backends, by name: a Tinker-style store, and a GPU box's folder of
-    Hugging Face Trainer saves."""
-    return [("tinker-demo", paths.store), ("gpu-box", paths.box)]
+def demo_backends(paths: DemoPaths) -> list[tuple[str, str]]:
+    """The demo's three backends, by name and location: a Tinker-style store, a GPU box's
+    folder of Hugging Face Trainer saves, and a team bucket (read as one: `file://`)."""
+    from ckpt_tui.demo.bucket import bucket_location
+
+    return [
+        ("tinker-demo", str(paths.store)),
+        ("gpu-box", str(paths.box)),
+        ("team-bucket", bucket_location(paths.bucket)),
+    ]
 
 
 def open_commands(paths: DemoPaths) -> str:
     logs = shlex.quote(str(paths.logs))
     locals_ = " ".join(
-        f"--local {name}={shlex.quote(str(folder))}" for name, folder in demo_backends(paths)
+        f"--local {name}={shlex.quote(place)}" for name, place in demo_backends(paths)
     )
     store = shlex.quote(str(paths.store))
     command = executable()
@@ -103,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None, actions_log=state_log_file())
     connections = [
-        connection_to(Endpoint.local(folder), name, readonly=args.readonly, storage_rate=rate)
-        for name, folder in demo_backends(paths)
+        connection_to(local_endpoint(place, None), name, readonly=args.readonly, storage_rate=rate)
+        for name, place in demo_backends(paths)
     ]
     app = CkptApp(connections, settings, clock=clock, poll_interval=args.poll)
     app.run()

@@ -16,6 +16,7 @@ import msgspec
 
 from ckpt_tui.cli.prune import positive_int
 from ckpt_tui.cost import RateError, parse_rate
+from ckpt_tui.locations import UnsupportedLocationError, parse_location
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -70,7 +71,9 @@ def register(subparsers: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("store", metavar="STORE", help="the store's folder")
+    parser.add_argument(
+        "store", metavar="STORE", help="the store's folder, or a bucket: s3://bucket/prefix"
+    )
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port, 0 = any free one ({DEFAULT_PORT})"
@@ -183,6 +186,16 @@ def resolve_api_key(flag: str | None) -> tuple[str | None, str]:
     return from_env, f"${API_KEY_ENV}"
 
 
+def served_place(raw: str, readonly: bool = False) -> Path | str:
+    """The bucket location STORE names (`s3://bucket/prefix`), else its folder, prepared
+    (`prepare_store_dir`). A scheme this build cannot open is refused: never a folder."""
+    try:
+        bucket = parse_location(raw)
+    except UnsupportedLocationError as exc:
+        raise ServeError(f"STORE {exc}") from None
+    return bucket.url if bucket is not None else prepare_store_dir(raw, readonly)
+
+
 def prepare_store_dir(raw: str, readonly: bool = False) -> Path:
     """Create STORE if missing; refuse a non-folder or an unwritable folder.
 
@@ -231,7 +244,7 @@ def client_url(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def start_line(sock: socket.socket, store: Path, auth: AuthOptions) -> str:
+def start_line(sock: socket.socket, store: Path | str, auth: AuthOptions) -> str:
     """The one line printed on start: where, what, auth, and how to point `tinker` at it."""
     url = client_url(sock)
     host, port = sock.getsockname()[:2]
@@ -261,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
         rate = (
             None if args.storage_rate is None else parse_rate(args.storage_rate, "--storage-rate")
         )
-        root = prepare_store_dir(args.store, args.readonly)
+        root = served_place(args.store, args.readonly)
         sock = bind_socket(args.host, args.port)
     except (ServeError, RateError) as exc:
         print(f"ckpt-tui serve: error: {exc}", file=sys.stderr)
@@ -276,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve_forever(
-    root: Path,
+    root: Path | str,
     sock: socket.socket,
     auth: AuthOptions,
     readonly: bool = False,
@@ -286,9 +299,13 @@ def serve_forever(
     import uvicorn
 
     from ckpt_tui.store import Store, StoreError
+    from ckpt_tui.store.bucket.opening import open_bucket_store
 
     try:
-        store = Store.open(root, readonly=True if readonly else None)
+        if isinstance(root, str):  # a bucket location
+            store: Store = open_bucket_store(root, readonly=readonly)
+        else:
+            store = Store.open(root, readonly=True if readonly else None)
     except (StoreError, OSError) as exc:
         sock.close()
         print(f"ckpt-tui serve: error: cannot open store {root}: {exc}", file=sys.stderr)

@@ -162,7 +162,7 @@ class CheckpointClient:
         """How many changes are sent at once: adapted to this backend, at most its ceiling."""
         self.readonly = readonly
         self._on_close = on_close
-        if transport is None and endpoint.local_store is not None:
+        if transport is None and endpoint.is_local:
             raise ValueError(
                 f"{endpoint.describe()}: a local store needs a transport "
                 "(ckpt_tui.cli.clients.open_client builds it)"

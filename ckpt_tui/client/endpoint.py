@@ -93,6 +93,10 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
     api_key: Secret | None = None
     key_source: str | None = None
     local_store: Path | None = None
+    local_bucket: str | None = None
+    """A bucket location (`s3://bucket/prefix`) served in-process, as `local_store` is."""
+    bucket_endpoint: str | None = None
+    bucket_region: str | None = None
     credential_cmd: str | None = None
     project: str | None = None
     tinker_connection: bool = False
@@ -102,7 +106,8 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
     def __repr__(self) -> str:  # never the key or the credential command
         return (
             f"Endpoint(base_url={self.base_url!r}, key_source={self.key_source!r}, "
-            f"local_store={self.local_store!r}, project={self.project!r})"
+            f"local_store={self.local_store!r}, local_bucket={self.local_bucket!r}, "
+            f"project={self.project!r})"
         )
 
     @classmethod
@@ -154,20 +159,46 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
         """The store at `store`, served in-process."""
         return cls(LOCAL_BASE_URL, local_store=Path(store), project=project or None)
 
+    @classmethod
+    def bucket(
+        cls,
+        url: str,
+        project: str | None = None,
+        *,
+        endpoint: str | None = None,
+        region: str | None = None,
+    ) -> Endpoint:
+        """The store on bucket location `url` (`s3://bucket/prefix`), served in-process;
+        `endpoint` and `region` are the client's (credentials come from the environment)."""
+        return cls(
+            LOCAL_BASE_URL,
+            local_bucket=url,
+            bucket_endpoint=endpoint,
+            bucket_region=region,
+            project=project or None,
+        )
+
     @property
     def is_local(self) -> bool:
-        return self.local_store is not None
+        return self.local_store is not None or self.local_bucket is not None
+
+    @property
+    def local_place(self) -> str | None:
+        """The store folder's path or the bucket location; None for a server."""
+        if self.local_bucket is not None:
+            return self.local_bucket
+        return None if self.local_store is None else str(self.local_store)
 
     @property
     def display_url(self) -> str:
         """What messages call this backend: the URL, or `local store PATH`."""
-        return f"local store {self.local_store}" if self.local_store else self.base_url
+        return f"local store {self.local_place}" if self.is_local else self.base_url
 
     def describe(self, credential: str | None = None) -> str:
         """One line for a status bar: where, where the key came from (never the key), and the
         project. `credential` replaces the key's part once start-up has settled it."""
         project = f", project {self.project}" if self.project else ""
-        if self.local_store is not None:
+        if self.is_local:
             return f"{self.display_url}{project}"
         if credential is None:
             configured = self.credential()
@@ -181,6 +212,8 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
         return self._short_place() + project
 
     def _short_place(self) -> str:
+        if self.local_bucket is not None:
+            return f"local store {self.local_bucket}"
         if self.local_store is not None:
             parts = self.local_store.parts
             tail = "/".join(parts[-2:]) if len(parts) > 2 else str(self.local_store)
@@ -191,9 +224,9 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
 
     def nothing_found(self) -> str:
         """What an empty backend says: where it looked (and, for a folder, for what)."""
-        if self.local_store is None:
+        if not self.is_local:
             return f"no checkpoints on {self.base_url}"
-        return f"no checkpoints found under {self.local_store} (looked for {LOCAL_KINDS})"
+        return f"no checkpoints found under {self.local_place} (looked for {LOCAL_KINDS})"
 
     def __str__(self) -> str:
         return self.describe()

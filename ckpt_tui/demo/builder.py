@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ckpt_tui.demo.bucket import write_bucket
 from ckpt_tui.demo.models import MODELS, adam_moments, full_tensors, lora_tensors
 from ckpt_tui.demo.safetensors_writer import TensorSpec, write_sparse_safetensors
 from ckpt_tui.demo.scenario import PlannedCheckpoint, PlannedRun, plan_demo
@@ -42,18 +43,20 @@ class DemoPaths:
     logs: Path
     box: Path
     """A GPU box's folder of Hugging Face Trainer saves: the demo's second backend."""
+    bucket: Path
+    """A team bucket's objects (read through obstore's LocalStore): the third backend."""
 
 
 def prepare_folder(root: Path, seed: int) -> DemoPaths:
     """Make `root` ready for a fresh demo, refusing to touch a folder the demo did not write."""
-    paths = DemoPaths(root, root / "store", root / "logs", root / "gpu-box")
+    paths = DemoPaths(root, root / "store", root / "logs", root / "gpu-box", root / "bucket")
     if root.exists() and not root.is_dir():
         raise DemoError(f"{root} exists and is not a folder; choose another --dir")
     if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
         raise DemoError(
             f"{root} is not empty and holds no demo; choose an empty or new folder with --dir"
         )
-    for folder in (paths.store, paths.logs, paths.box):
+    for folder in (paths.store, paths.logs, paths.box, paths.bucket):
         if folder.is_symlink() or folder.is_file():
             folder.unlink()
         elif folder.exists():
@@ -77,6 +80,7 @@ def build_demo(root: Path, seed: int = DEFAULT_SEED, clock: Clock = SYSTEM_CLOCK
         if run.log_name is not None:
             write_log_dir(paths.logs / run.log_name, run)
     write_trainer_box(paths.box, clock.now())
+    write_bucket(paths.bucket, clock.now())
     return paths
 
 

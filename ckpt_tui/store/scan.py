@@ -19,7 +19,7 @@ from pathlib import Path
 from ckpt_tui.store.discover import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import mark_flags
 from ckpt_tui.store.discover.weights import folder_weights
-from ckpt_tui.store.files import list_dir
+from ckpt_tui.store.files import list_dir, look_here
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
 from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, mtime_ns, run_signature
 from ckpt_tui.store.meta import Key, Row
@@ -30,7 +30,6 @@ from ckpt_tui.store.settle import (
     Settling,
     first_seen_us,
     incomplete_facts,
-    look_at,
     unsettled_reason,
     with_look,
 )
@@ -121,7 +120,7 @@ def scan_run(
     for row in rows:
         path = folders.pop(row.checkpoint_id, None)
         if path is not None:  # the common case, kept free of Path objects (100,000 at open)
-            result.add(*_tinker_checkpoint(row, path, settling, result.unread))
+            result.add(*tinker_checkpoint(row, path, settling, result.unread))
             continue
         location = layout.checkpoint_dir(run_id, row.checkpoint_id)
         reason = hidden_by(result.unread, os.fspath(location.parent))
@@ -131,7 +130,7 @@ def scan_run(
             result.stale_keys.append((run_id, row.checkpoint_id))
     for checkpoint_id, path in folders.items():
         row = new_row(run_id, checkpoint_id, path)
-        result.add(*_tinker_checkpoint(row, path, settling, result.unread))
+        result.add(*tinker_checkpoint(row, path, settling, result.unread))
     return result
 
 
@@ -148,12 +147,13 @@ def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
     return Row(run_id, checkpoint_id, 0 if top is None else ns_to_us(top))
 
 
-def _tinker_checkpoint(
+def tinker_checkpoint(
     row: Row, path: str, settling: Settling, unread: Unread
 ) -> tuple[Row, CheckpointEntry, bool]:
     """(the row measuring the folder's files as they are now, the entry, whether it changed);
-    files that cannot be read go into `unread`."""
-    look = look_at(path)
+    files that cannot be read go into `unread` (a bucket's too: see `files.reading_from`)."""
+    seen = look_here(path, single_file=False)
+    look = seen[1] if seen else FilesLook(0, "", 0)
     if look.unread is not None:
         unread[path] = look.unread
         facts = incomplete_facts(f"cannot be read: {look.unread}") or {}

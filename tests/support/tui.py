@@ -22,8 +22,10 @@ from ckpt_tui.catalog.snapshot import LogDirSettings
 from ckpt_tui.cli.clients import client_for
 from ckpt_tui.client import CheckpointClient, Endpoint
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
+from ckpt_tui.demo.bucket import bucket_location
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from ckpt_tui.store.bucket.opening import open_bucket_store
 from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
@@ -41,8 +43,8 @@ def connection(
 ) -> Connection:
     """A named backend and its own client: a server URL, or a client Endpoint (e.g. local)."""
     backend = Endpoint.remote(where) if isinstance(where, str) else where
-    if backend.local_store is not None:
-        kind, location = "local", str(backend.local_store)
+    if backend.local_place is not None:
+        kind, location = "local", backend.local_place
     else:
         kind, location = "url", backend.base_url
     descriptor = Backend(name, kind, location, readonly, storage_rate)  # type: ignore[arg-type]
@@ -82,6 +84,8 @@ PICTURE_URL = "http://demo.ckpt-tui.test"
 """The backend URL pictures show: requests never leave the process (an ASGI transport)."""
 PICTURE_BOX_URL = "http://gpu-box.ckpt-tui.test"
 """The demo's training box, as pictures show it (served in-process too)."""
+PICTURE_BUCKET_URL = "http://team-bucket.ckpt-tui.test"
+"""The demo's bucket, as pictures show it (read through obstore, served in-process)."""
 
 
 @contextmanager
@@ -91,12 +95,14 @@ def pictured_demo(
     seed: int = DEFAULT_SEED,
     *,
     with_box: bool = False,
+    with_bucket: bool = False,
 ) -> Iterator[CkptApp]:
     """The app on the demo with nothing that varies between runs: no temp path, port or "now".
 
     The demo is built under `root` at PICTURE_TIME and served by the real server app
     in-process; `wrap` may put e.g. a FaultyApp in front of it. `with_box`: the demo's second
-    backend too, its training box (`gpu-box`), as `ckpt-tui demo` opens both.
+    backend too, its training box (`gpu-box`), as `ckpt-tui demo` opens both; `with_bucket`:
+    the third, its bucket (`team-bucket`, read through the object-store code).
     """
     clock = FixedClock(PICTURE_TIME)
     paths = build_demo(root, seed, clock)
@@ -109,6 +115,11 @@ def pictured_demo(
             box = stack.enter_context(Store.open(paths.box, clock, create=False, lazy=True))
             served = httpx.ASGITransport(app=create_app(box, sweep_interval=None))
             connections.append(connection(PICTURE_BOX_URL, "gpu-box", transport=served))
+        if with_bucket:
+            url = bucket_location(paths.bucket)
+            bucket = stack.enter_context(open_bucket_store(url, clock=clock))
+            served = httpx.ASGITransport(app=create_app(bucket, sweep_interval=None))
+            connections.append(connection(PICTURE_BUCKET_URL, "team-bucket", transport=served))
         yield app_on(connections, paths.logs, clock)
 
 

@@ -257,10 +257,30 @@ def test_demo_command_writes_and_prints_how_to_open_it(
     folder = tmp_path / "demo"
     assert cli_main(["demo", "--no-tui", "--dir", str(folder)]) == 0
     out = capsys.readouterr().out
-    backends = f"--local tinker-demo={folder / 'store'} --local gpu-box={folder / 'gpu-box'}"
+    backends = (
+        f"--local tinker-demo={folder / 'store'} --local gpu-box={folder / 'gpu-box'} "
+        f"--local team-bucket=file://{folder / 'bucket'}"
+    )
     assert f"ckpt-tui {backends} --log-dir {folder / 'logs'}" in out
     assert f"ckpt-tui serve {folder / 'store'}" in out
     assert json.loads((folder / ".ckpt-tui-demo.json").read_text()) == {"seed": 7}
+
+
+def test_the_demo_bucket_is_read_through_the_object_store_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "demo"
+    assert cli_main(["demo", "--no-tui", "--dir", str(folder)]) == 0
+    capsys.readouterr()
+    bucket = f"team-bucket=file://{folder / 'bucket'}"
+    assert cli_main(["ls", "--json", "--local", bucket]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["complete"] is True
+    assert document["backends"][0]["path"] == f"file://{folder / 'bucket'}"
+    runs = {run["run_id"]: run for run in document["runs"]}
+    assert sorted(runs) == ["llama-8b-cpt", "qwen3-8b-sft"]
+    sizes = [c["size_bytes"] for c in runs["qwen3-8b-sft"]["checkpoints"]]
+    assert len(sizes) == 3 and all(size > 70 * 2**30 for size in sizes)  # the objects' sizes
 
 
 def test_demo_command_defaults_to_the_cache_dir(

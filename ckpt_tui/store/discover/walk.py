@@ -20,9 +20,9 @@ from pathlib import Path
 from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loose, pretrained
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import build_run, run_id_for
-from ckpt_tui.store.files import DIR, FILE, list_dir, lstat_or_none
+from ckpt_tui.store.files import DIR, FILE, list_dir, look_here, lstat_or_none, on_storage
 from ckpt_tui.store.layout import META_DIR, RUNS_DIR
-from ckpt_tui.store.settle import FilesLook, look_at
+from ckpt_tui.store.settle import FilesLook
 from ckpt_tui.store.unread import OTHER_DEVICE, Unread, why
 
 MAX_DEPTH = 6
@@ -42,7 +42,9 @@ class Reading:
     @classmethod
     def of(cls, root: Path) -> Reading:
         """A reading of the store at `root` (a link given as the root is followed: it is
-        the store the user named)."""
+        the store the user named); a bucket has one device."""
+        if on_storage():
+            return cls()
         try:
             return cls(os.stat(root).st_dev)
         except OSError:
@@ -167,9 +169,9 @@ def _examine_dir(
 
 def _located(found: FoundCheckpoint, path: str, reading: Reading) -> FoundCheckpoint:
     found.location = path
-    st = lstat_or_none(path)
-    found.mtime_ns = st.st_mtime_ns if st else 0
-    found.look = look_at(path, st) if st else FilesLook(0, "", 0, unread="it cannot be read")
+    seen = look_here(path, found.single_file)
+    found.mtime_ns = seen[0] if seen else 0
+    found.look = seen[1] if seen else FilesLook(0, "", 0, unread="it cannot be read")
     found.size = found.look.size
     unread = found.look.unread or found.unread  # a folder or a file it depends on
     if unread is not None:

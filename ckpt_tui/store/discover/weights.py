@@ -11,7 +11,7 @@ import os
 from ckpt_tui.sizes import SafetensorsHeaderError, read_header_from
 from ckpt_tui.store.discover.model import FoundCheckpoint, WeightFacts, number_text
 from ckpt_tui.store.discover.torch_zip import read_torch_file
-from ckpt_tui.store.files import FILE, open_regular, read_json, temp_files
+from ckpt_tui.store.files import FILE, open_regular, read_json, size_of, temp_files
 
 TORCH_WEIGHT_FILES = ("pytorch_model.bin", "adapter_model.bin", "model.pt", "model.bin")
 TRUNCATION_HINTS = ("more than the file holds", "past the end of the file", "too short")
@@ -21,7 +21,7 @@ def safetensors_facts(path: str, into: WeightFacts) -> None:
     """Add one safetensors file's header to `into`; a short file is `truncated`."""
     try:
         with open_regular(path) as handle:
-            summary = read_header_from(handle, os.fstat(handle.fileno()).st_size, path)
+            summary = read_header_from(handle, size_of(handle), path)
     except SafetensorsHeaderError as exc:
         name = os.path.basename(path)
         if any(hint in exc.reason for hint in TRUNCATION_HINTS):

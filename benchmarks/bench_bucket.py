@@ -1,0 +1,295 @@
+"""`ckpt-tui --local s3://… ls --json` against rclone's recursive listing of the same bucket.
+
+    python benchmarks/bench_bucket.py [--checkpoints 10000] [--latency 0.05] [--reps 3]
+
+Starts the test S3 server (moto's server mode) in a process of its own and fills a bucket with
+`--checkpoints` checkpoints, Tinker and Trainer layouts half and half (about 3 objects each:
+Tinker `runs/<run>/weights/<n>/` with an adapter and its config, and `run.json` per run;
+Trainer `checkpoint-<step>/` with model.safetensors, config.json, trainer_state.json and
+optimizer.pt), put straight into the server's memory. Then, behind a loopback proxy holding
+every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, turn about:
+- `ckpt-tui --local s3://bench/team ls --json` (this checkout's, or `--ckpt-tui PATH`);
+- `rclone lsjson -R --no-mimetype --use-server-modtime bench:bench/team` (Debian's rclone,
+  its S3 remote configured by environment variables);
+- the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`.
+Prints each one's median wall time, the ratios, and whether each listed every object or
+checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
+
+With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
+--yes` through the same proxy, after the objects have settled (10 s after they were written).
+Prints the checkpoints and objects deleted, objects deleted per second, and the requests the
+proxy saw by kind: DeleteObjects batches, lists, PUTs (intent records), the rest; the target is
+batches, not one request per object. `--only-prune` skips the listings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_ls import LatencyProxy, default_ckpt_tui
+
+from tests.support.s3_server import S3Server, s3_server
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
+
+BUCKET, PREFIX = "bench", "team"
+PER_RUN = 100
+
+
+def tiny_safetensors(name: str) -> bytes:
+    header = json.dumps({name: {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}})
+    raw = header.encode()
+    return struct.pack("<Q", len(raw)) + raw + bytes(64)
+
+
+def fill(server: S3Server, checkpoints: int) -> int:
+    """Put the bucket's objects straight into moto's memory; the number of objects."""
+    from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
+    from moto.s3.models import s3_backends
+
+    server.make_bucket(BUCKET)
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    objects = 0
+
+    def put(key: str, data: bytes) -> None:
+        nonlocal objects
+        backend.put_object(BUCKET, f"{PREFIX}/{key}", data)
+        objects += 1
+
+    tinker = checkpoints // 2
+    adapter = tiny_safetensors("base_model.model.q_proj.lora_A.weight")
+    model = tiny_safetensors("model.embed_tokens.weight")
+    config = json.dumps({"_name_or_path": "Qwen/Qwen3-8B", "model_type": "qwen3"}).encode()
+    adapter_config = json.dumps({"peft_type": "LORA", "r": 32, "lora_alpha": 32}).encode()
+    for i in range(tinker):
+        run, n = divmod(i, PER_RUN)
+        if n == 0:
+            info = {"base_model": "Qwen/Qwen3-8B", "is_lora": True, "lora_rank": 32,
+                    "created": "2026-11-01T00:00:00Z"}  # fmt: skip
+            put(f"runs/run-{run:04d}/run.json", json.dumps(info).encode())
+        folder = f"runs/run-{run:04d}/weights/{n:06d}"
+        put(f"{folder}/adapter_model.safetensors", adapter)
+        put(f"{folder}/adapter_config.json", adapter_config)
+    for i in range(checkpoints - tinker):
+        run, n = divmod(i, PER_RUN)
+        step = (n + 1) * 100
+        folder = f"trainer/sft-{run:04d}/checkpoint-{step}"
+        state = {"global_step": step, "epoch": n, "log_history": [{"eval_loss": 1.0, "step": step}]}
+        put(f"{folder}/model.safetensors", model)
+        put(f"{folder}/config.json", config)
+        put(f"{folder}/trainer_state.json", json.dumps(state).encode())
+        put(f"{folder}/optimizer.pt", bytes(128))
+    return objects
+
+
+def serve(checkpoints: int, ready: multiprocessing.Queue[tuple[str, dict[str, str], int]],
+          stop: Event) -> None:  # fmt: skip
+    """In a process of its own (its own interpreter lock): moto, filled, until `stop`."""
+    with s3_server() as server:
+        objects = fill(server, checkpoints)
+        ready.put((server.endpoint, server.environment(), objects))
+        stop.wait()
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        sys.exit(f"{command[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
+def ckpt_tui_count(out: str) -> int:
+    return sum(len(run["checkpoints"]) for run in json.loads(out)["runs"])
+
+
+def rclone_count(out: str) -> int:
+    return sum(1 for item in json.loads(out) if not item.get("IsDir"))
+
+
+class CountingProxy(LatencyProxy):
+    """`LatencyProxy` that also counts the requests clients send, by kind (a request's first
+    chunk starts with its method; a body sent in a later chunk is not counted again)."""
+
+    def __init__(self, upstream_port: int, latency: float) -> None:
+        super().__init__(upstream_port, latency)
+        self.counts: dict[str, int] = {}
+
+    def reset(self) -> None:
+        self.counts = {}
+
+    def count(self, data: bytes) -> None:
+        line = data.split(b"\r\n", 1)[0].decode("latin-1")
+        method, _, rest = line.partition(" ")
+        if method not in ("GET", "PUT", "POST", "DELETE", "HEAD"):
+            return
+        target = rest.rsplit(" ", 1)[0]
+        if method == "POST" and "?delete" in target:
+            kind = "DeleteObjects"
+        elif method == "GET" and "list-type=2" in target:
+            kind = "ListObjectsV2"
+        else:
+            kind = method
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    async def _pipe(  # type: ignore[no-untyped-def]
+        self, reader, writer, delay: float
+    ) -> None:
+        try:
+            while data := await reader.read(1 << 16):
+                if delay:
+                    self.count(data)
+                    await asyncio.sleep(delay)
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+
+def object_count(environment: dict[str, str], upstream: str) -> int:
+    """Objects under the bench prefix, listed straight from moto (no proxy)."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=upstream,
+        region_name=environment["AWS_REGION"],
+        aws_access_key_id=environment["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=environment["AWS_SECRET_ACCESS_KEY"],
+    )
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{PREFIX}/")
+    return sum(
+        1
+        for page in pages
+        for item in page.get("Contents", [])
+        if "/.ckpt-tui/" not in f"/{item['Key']}"
+    )
+
+
+def bench_prune(
+    args: argparse.Namespace,
+    proxy: CountingProxy,
+    env: dict[str, str],
+    upstream: str,
+    written_at: float,
+) -> None:
+    """One `prune --keep-last 1 --yes` over the whole bucket, through the proxy."""
+    wait = 10.5 - (time.monotonic() - written_at)  # the settle time: objects newer are kept
+    if wait > 0:
+        time.sleep(wait)
+    before = object_count(env, upstream)
+    command = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "prune", "--keep-last", "1"]
+    proxy.reset()
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--yes", "--json"], env=env, capture_output=True, text=True, check=False
+    )
+    seconds = time.perf_counter() - start
+    counts = dict(proxy.counts)
+    after = object_count(env, upstream)
+    try:
+        outcomes = json.loads(done.stdout)["outcomes"]
+    except (ValueError, KeyError):
+        sys.exit(f"prune failed ({done.returncode}): {done.stderr[-2000:]}")
+    deleted = sum(1 for o in outcomes if o.get("ok"))
+    objects = before - after
+    total = sum(counts.values())
+    print(f"\nprune --keep-last 1 --yes over {args.checkpoints:,} checkpoints "
+          f"(+{args.latency * 1000:.0f} ms per request), exit {done.returncode}:")  # fmt: skip
+    rate = objects / seconds
+    print(f"  {len(outcomes):,} deletes asked, {deleted:,} answered done; "
+          f"{objects:,} objects deleted in {seconds:.1f} s: {rate:,.0f} objects/s")  # fmt: skip
+    kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items()))
+    batches = counts.get("DeleteObjects", 0)
+    print(f"  {total:,} requests: {kinds}; {batches / max(objects, 1):.3f} DeleteObjects "
+          f"and {total / max(objects, 1):.2f} requests per object deleted")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--checkpoints", type=int, default=10_000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
+    parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
+    parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
+    parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
+    parser.add_argument("--only-prune", action="store_true", help="time prune only")
+    args = parser.parse_args()
+    ready: multiprocessing.Queue[tuple[str, dict[str, str], int]] = multiprocessing.Queue()
+    stop = multiprocessing.Event()
+    moto = multiprocessing.Process(target=serve, args=(args.checkpoints, ready, stop))
+    moto.start()
+    try:
+        started = time.perf_counter()
+        upstream, environment, objects = ready.get(timeout=600)
+        written_at = time.monotonic()
+        print(f"{args.checkpoints:,} checkpoints, {objects:,} objects written in "
+              f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        port = int(upstream.rsplit(":", 1)[1])
+        proxy = CountingProxy(port, args.latency)
+        with proxy:
+            endpoint = f"http://127.0.0.1:{proxy.port}"
+            env = {**os.environ, **environment, "AWS_ENDPOINT_URL": endpoint}
+            env.pop("AWS_CA_BUNDLE", None)  # plain HTTP: rclone's SDK refuses a bundle then
+            env.update(
+                RCLONE_CONFIG_BENCH_TYPE="s3",
+                RCLONE_CONFIG_BENCH_PROVIDER="Other",
+                RCLONE_CONFIG_BENCH_ENDPOINT=endpoint,
+                RCLONE_CONFIG_BENCH_ACCESS_KEY_ID=env["AWS_ACCESS_KEY_ID"],
+                RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY=env["AWS_SECRET_ACCESS_KEY"],
+                RCLONE_CONFIG_BENCH_REGION=env["AWS_REGION"],
+                RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE="true",
+            )
+            rclone = [args.rclone, "lsjson", "-R", "--no-mimetype", "--use-server-modtime"]
+            commands = {
+                "ckpt-tui ls --json": (
+                    [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "ls", "--json"],
+                    ckpt_tui_count, args.checkpoints,
+                ),
+                "rclone lsjson -R": ([*rclone, f"bench:{BUCKET}/{PREFIX}"], rclone_count, objects),
+            }  # fmt: skip
+            if not args.no_fast_list:
+                fast = [*rclone, "--fast-list", f"bench:{BUCKET}/{PREFIX}"]
+                commands["rclone lsjson -R --fast-list"] = (fast, rclone_count, objects)
+            times: dict[str, list[float]] = {name: [] for name in commands}
+            for rep in range(0 if args.only_prune else args.reps):
+                for name, (command, count, expected) in commands.items():
+                    seconds, out = timed(command, env)
+                    whole = count(out) == expected
+                    times[name].append(seconds)
+                    print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
+            if args.prune or args.only_prune:
+                bench_prune(args, proxy, env, upstream, written_at)
+    finally:
+        stop.set()
+        moto.join(30)
+    if args.only_prune:
+        return
+    print(f"\n{args.checkpoints:,} checkpoints, {objects:,} objects on moto, "
+          f"+{args.latency * 1000:.0f} ms per request, median of {args.reps}:")  # fmt: skip
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    ours = medians["ckpt-tui ls --json"]
+    for name, median in medians.items():
+        ratio = "" if median is ours else f"  ({median / ours:.2f}x ckpt-tui's time)"
+        print(f"  {name:32} {median:7.2f} s{ratio}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Bucket locations: `s3://bucket/prefix`, `gs://…`, `az://…`, told from folder paths.
+
+A location with a scheme (`word://`) is never a folder: one this build cannot open is refused
+(`UnsupportedLocationError`), so `serve s3:/x` never makes a folder `./s3:/x`. Credentials are
+not part of a location: each cloud's client reads its standard environment variables.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SCHEMES = {
+    "s3": "S3",
+    "gs": "Google Cloud Storage",
+    "az": "Azure Blob Storage",
+    "file": "a folder read as a bucket (obstore's LocalStore: what the demo's bucket is)",
+}
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
+
+
+class UnsupportedLocationError(ValueError):
+    """A location with a scheme this build cannot open, or a malformed bucket location."""
+
+
+@dataclass(frozen=True)
+class BucketLocation:
+    scheme: str
+    bucket: str
+    prefix: str
+    """The store's root inside the bucket: no leading or trailing `/` ("" for all of it)."""
+    endpoint: str | None = None
+    region: str | None = None
+
+    @property
+    def url(self) -> str:
+        """`scheme://bucket/prefix`: what people see (no credentials are ever in it)."""
+        if self.scheme == "file":
+            return f"file:///{self.prefix}"
+        return f"{self.scheme}://{self.bucket}/{self.prefix}".rstrip("/")
+
+
+def has_scheme(text: str) -> bool:
+    """Whether `text` names a location by scheme (`s3://…`, `http://…`), not a folder path."""
+    return _SCHEME.match(text) is not None and not re.match(r"^[A-Za-z]:[\\/]", text)
+
+
+def parse_location(
+    text: str, endpoint: str | None = None, region: str | None = None
+) -> BucketLocation | None:
+    """The bucket location `text` names; None for a folder path; UnsupportedLocationError for
+    any other scheme or a location without a bucket."""
+    if not has_scheme(text):
+        return None
+    scheme, _, rest = text.partition("://")
+    scheme = scheme.lower()
+    if scheme not in SCHEMES or not _:
+        known = ", ".join(f"{s}://" for s in SCHEMES if s != "file")
+        raise UnsupportedLocationError(
+            f"cannot open {_shown(text)}: this build opens folders and buckets ({known}); "
+            "give a folder path or a bucket location"
+        )
+    bucket, _, prefix = rest.partition("/")
+    if scheme == "file":  # file:///absolute/folder: no bucket, the path is the prefix
+        if bucket:
+            raise UnsupportedLocationError(f"{text}: give file:///absolute/folder")
+        return BucketLocation(scheme, "", "/".join(p for p in prefix.split("/") if p))
+    if not bucket or "@" in bucket:
+        raise UnsupportedLocationError(
+            f"{scheme}://{bucket.rpartition('@')[2]}/…: give the bucket after {scheme}:// "
+            f"(e.g. {scheme}://my-bucket/checkpoints); credentials come from the environment"
+        )
+    parts = [part for part in prefix.split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        raise UnsupportedLocationError(f"{scheme}://{bucket}/{prefix}: '.' and '..' are not keys")
+    return BucketLocation(scheme, bucket, "/".join(parts), endpoint, region)
+
+
+def _shown(text: str) -> str:
+    """A location as it may be shown: user info (`user:secret@`) left out."""
+    scheme, sep, rest = text.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"

@@ -1,0 +1,253 @@
+"""A bucket prefix as a `Storage`, through obstore (S3, GCS, Azure; memory and local stores).
+
+Keys are paths from the bucket's top; the store's root is the location's prefix. A level is
+one ListObjectsV2 with a delimiter, every page followed (obstore follows the continuation
+tokens); a file's header is read with ranged GETs. Credentials come from each cloud's standard
+environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a file of ours; error
+texts keep the cloud's reason and drop everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import obstore
+
+from ckpt_tui.locations import BucketLocation
+from ckpt_tui.store.blobs.base import Entry, StorageReadError
+
+if TYPE_CHECKING:
+    from obstore.store import ObjectStore
+
+MAX_REASON = 300
+"""The most of a cloud's error text kept in a problem line."""
+
+
+class ObjectStorage:
+    def __init__(self, store: ObjectStore, url: str, prefix: str = "") -> None:
+        self._store = store
+        self._url = url
+        self._root = prefix.strip("/")
+
+    @classmethod
+    def open(cls, location: BucketLocation) -> ObjectStorage:
+        """The bucket of `location`, with credentials from the environment; StorageReadError
+        when the client cannot be made (an unknown region, a malformed endpoint...)."""
+        from obstore.store import from_url
+
+        config: dict[str, Any] = {}
+        endpoint = location.endpoint or (
+            os.environ.get("AWS_ENDPOINT_URL") if location.scheme == "s3" else None
+        )
+        if location.endpoint:
+            config["endpoint"] = location.endpoint
+        if location.region and location.scheme == "s3":
+            config["region"] = location.region
+        client: dict[str, Any] = {}
+        if endpoint and endpoint.startswith("http://"):
+            client["allow_http"] = True  # a plain-HTTP endpoint the user named (a test server)
+        if location.scheme == "file":  # the whole folder is the store; its root is its top
+            try:
+                return cls(from_url(location.url), location.url)
+            except Exception as exc:
+                raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
+        provider = profile_provider(location, config)
+        try:
+            store = from_url(
+                f"{location.scheme}://{location.bucket}",
+                config=config or None,  # type: ignore[arg-type]
+                client_options=client or None,  # type: ignore[arg-type]
+                credential_provider=provider,  # type: ignore[arg-type]
+            )
+        except Exception as exc:  # obstore raises its own kinds and ValueError
+            raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
+        return cls(store, location.url, location.prefix)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    @property
+    def object_store(self) -> ObjectStore:
+        """The obstore store: the write side's conditional writes and prefix listings."""
+        return self._store
+
+    def list_level(self, path: str) -> dict[str, Entry]:
+        key = key_of(path)
+        try:
+            listed = obstore.list_with_delimiter(self._store, f"{key}/" if key else None)
+        except Exception as exc:
+            raise _read_error(exc) from None
+        found: dict[str, Entry] = {}
+        for prefix in listed["common_prefixes"]:
+            name = prefix.rstrip("/").rsplit("/", 1)[-1]
+            found[name] = Entry(name, True)
+        for meta in listed["objects"]:
+            name = meta["path"].rsplit("/", 1)[-1]
+            if name and name not in found:
+                found[name] = _entry(name, meta)
+        return found
+
+    def list_all(self) -> Iterator[tuple[str, Entry]]:
+        """(key, file) for every object under the root, streamed in pages of 1,000;
+        StorageReadError when a page fails (the caller must not take the part as the whole)."""
+        try:
+            stream = obstore.list(self._store, self._root or None, chunk_size=1000)
+            for chunk in stream:
+                for meta in chunk:
+                    key = meta["path"]
+                    yield key, _entry(key.rsplit("/", 1)[-1], meta)
+        except FileNotFoundError as exc:  # no such bucket: not an empty one
+            raise StorageReadError(f"not found: {reason(exc)}") from None
+        except StorageReadError:
+            raise
+        except Exception as exc:
+            raise _read_error(exc) from None
+
+    def stat(self, path: str) -> Entry | None:
+        key = key_of(path)
+        try:
+            meta = obstore.head(self._store, key)
+        except FileNotFoundError:  # obstore's "not found" (an OSError: the key is not there)
+            return None
+        except Exception as exc:
+            raise _read_error(exc) from None
+        return _entry(key.rsplit("/", 1)[-1], meta)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        try:
+            data = obstore.get_range(self._store, key_of(path), start=start, length=length)
+        except Exception as exc:
+            raise _read_error(exc) from None
+        return bytes(data)
+
+    def read_many(
+        self, wanted: Sequence[tuple[str, int, int]], in_flight: int
+    ) -> dict[tuple[str, int], bytes]:
+        """(key, start) -> bytes for many ranged reads (key, start, length), `in_flight` at
+        a time; a read that fails is left out (whoever needs it reads it again and says why)."""
+
+        async def one(gate: asyncio.Semaphore, key: str, start: int, length: int) -> bytes | None:
+            async with gate:
+                try:
+                    got = await obstore.get_range_async(
+                        self._store, key, start=start, length=length
+                    )
+                except Exception:
+                    return None
+                return bytes(got)
+
+        async def every() -> list[bytes | None]:
+            gate = asyncio.Semaphore(in_flight)
+            return await asyncio.gather(*(one(gate, *item) for item in wanted))
+
+        # in a thread of its own: the caller may be inside an event loop (the app's)
+        with ThreadPoolExecutor(1) as runner:
+            answers = runner.submit(asyncio.run, every()).result()
+        pairs = zip(wanted, answers, strict=True)
+        return {(key, start): got for (key, start, _), got in pairs if got is not None}
+
+    def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails
+        as a whole leaves every key's outcome unknown: each says so."""
+        keys = [key_of(path) for path in paths]
+        try:
+            obstore.delete(self._store, keys)
+        except Exception as exc:
+            why = reason(exc)
+            return {path: why for path in paths}
+        return dict.fromkeys(paths)
+
+
+def profile_provider(
+    location: BucketLocation, config: dict[str, Any]
+) -> Callable[[], dict[str, Any]] | None:
+    """The keys of `AWS_PROFILE` for an S3 location, unless keys are in the environment
+    (which come first, as in the AWS SDKs); its region goes into `config` unless given."""
+    profile = os.environ.get("AWS_PROFILE")
+    if location.scheme != "s3" or not profile or os.environ.get("AWS_ACCESS_KEY_ID"):
+        return None
+    provider, region = profile_credentials(profile)
+    if region:
+        config.setdefault("region", region)
+    return provider
+
+
+def profile_credentials(profile: str) -> tuple[Callable[[], dict[str, Any]], str | None]:
+    """(what gives obstore the keys of AWS profile `profile`, the profile's region), read
+    by boto3 from the shared config files as the AWS CLI reads them; obstore reads no
+    profiles itself. StorageReadError saying what to do when it cannot be read."""
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        raise StorageReadError(
+            f"AWS_PROFILE={profile} is set, but reading profiles needs boto3 "
+            "(pip install boto3); or export the profile's keys: "
+            'eval "$(aws configure export-credentials --format env)"'
+        ) from None
+    try:
+        session = boto3.Session(profile_name=profile)
+        credentials = session.get_credentials()
+    except BotoCoreError as exc:
+        raise StorageReadError(f"AWS_PROFILE={profile}: {type(exc).__name__}") from None
+    if credentials is None:
+        raise StorageReadError(f"AWS_PROFILE={profile}: the profile holds no credentials")
+
+    def provide() -> dict[str, Any]:
+        frozen = credentials.get_frozen_credentials()
+        return {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": None,
+        }
+
+    return provide, session.region_name
+
+
+def key_of(path: str) -> str:
+    """A storage path as a key: `os.path.join` of an empty root gives `./x`, `.` or `x/`."""
+    key = path.strip("/")
+    while key.startswith("./"):
+        key = key[2:]
+    return "" if key == "." else key
+
+
+def _entry(name: str, meta: Any) -> Entry:
+    modified = meta["last_modified"]
+    mtime_ns = int(modified.timestamp() * 1_000_000) * 1000
+    return Entry(name, False, int(meta["size"]), mtime_ns, str(meta.get("e_tag") or ""))
+
+
+def _read_error(exc: Exception) -> OSError:
+    if isinstance(exc, FileNotFoundError):
+        return FileNotFoundError(2, "not found")
+    return StorageReadError(reason(exc))
+
+
+def reason(exc: BaseException) -> str:
+    """A cloud error's reason in one line, bounded: the status the server answered and the
+    request (no query string), else the error's first line."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    found = _STATUS.search(text)
+    if found is not None:
+        method, url, status = found.groups()
+        text = f"the server answered {status.strip()} ({method} {url.split('?', 1)[0]})"
+    return text[:MAX_REASON]
+
+
+_STATUS = re.compile(
+    r"Error performing (\w+) (\S+) in [^-]*- Server returned non-2xx status code: ([^:]+)"
+)

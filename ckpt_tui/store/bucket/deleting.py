@@ -1,0 +1,329 @@
+"""Deleting a checkpoint from a bucket: many objects, no rename, and a crash at any moment.
+
+A checkpoint is every object under `<prefix>/<checkpoint>/`, or, when there is none, the one
+object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete`:
+
+1. lists them (a failed list changes nothing), refuses any key not under the checkpoint's own
+   prefix plus `/`, and refuses a checkpoint still being written (an object newer than the
+   settle time, as `settle.py` judges files; or the layout's own signs, which discovery gives
+   as `incomplete_reason`);
+2. writes an intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key: the
+   confirmed set. Nothing outside it is ever deleted;
+3. deletes the keys in batches (one DeleteObjects request per `BATCH_KEYS` keys on S3);
+4. lists again: a key still there failed (with its batch's error), a key not in the record
+   appeared meanwhile and is left alone;
+5. once none of the keys is left, drops the checkpoint's metadata and then the record.
+
+A delete killed half-way leaves its record: `recover` (at the next open) finishes it, acting
+only on the record's keys, and leaves alone a key rewritten after the delete was asked (newer
+than the newest object the delete saw). A record that is damaged, or names a key outside its
+checkpoint, is reported and left as it is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import msgspec
+import obstore
+from obstore.exceptions import BaseError
+
+from ckpt_tui.store.blobs.objects import reason
+from ckpt_tui.store.bucket.metadata import BucketMeta
+from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
+from ckpt_tui.store.bucket.versioned import read_doc
+from ckpt_tui.store.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    StorageFailedError,
+    StoreError,
+)
+from ckpt_tui.store.settle import SETTLE_SECONDS, Settling, unsettled_reason
+from ckpt_tui.store.times import to_us
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
+
+DELETES = "deletes"
+BATCH_KEYS = 1000
+"""Keys per DeleteObjects request: S3's most."""
+MAX_CHECKPOINT_OBJECTS = 1_000_000
+"""A checkpoint with more objects is refused (a prefix that is not one checkpoint)."""
+
+
+class DeleteIntent(msgspec.Struct, frozen=True):
+    """The record written before the first key is deleted."""
+
+    checkpoint: str
+    """The checkpoint's name below the store's prefix (`run/step-10`)."""
+    run_id: str
+    checkpoint_id: str
+    keys: list[str]
+    newest_us: int
+    """The newest object's time (the server's clock): a key newer than this at recovery was
+    written again after the delete was asked, and is not deleted."""
+
+
+@dataclass
+class DeleteOutcome:
+    """What one checkpoint's delete did, key by key."""
+
+    checkpoint: str
+    deleted: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """key -> why it is still there."""
+    left: dict[str, str] = field(default_factory=dict)
+    """Keys under the checkpoint not deleted on purpose (appeared or rewritten meanwhile)."""
+    requests: int = 0
+    """Delete requests sent (batches)."""
+    problem: str | None = None
+    """Why the delete is not finished although no key failed (e.g. the metadata write)."""
+
+    @property
+    def done(self) -> bool:
+        return not self.failed and not self.left and self.problem is None
+
+    def error(self) -> StoreError:
+        """The error to answer for an unfinished delete, saying exactly what happened."""
+        total = len(self.deleted) + len(self.failed)
+        parts = [f"{len(self.deleted)} of {total} objects were deleted"]
+        if self.failed:
+            key, why = next(iter(sorted(self.failed.items())))
+            parts.append(f"{len(self.failed)} could not be (first: {key}: {why})")
+        if self.left:
+            key, why = next(iter(sorted(self.left.items())))
+            parts.append(f"{len(self.left)} were left alone ({key}: {why})")
+        if self.problem:
+            parts.append(self.problem)
+        return StorageFailedError(
+            f"deleting {self.checkpoint} is not finished: {'; '.join(parts)}; the store "
+            "finishes the delete when it is next opened, or delete it again"
+        )
+
+
+@dataclass
+class Recovery:
+    """What `recover` found: interrupted deletes finished (or not), and records not acted on."""
+
+    finished: list[DeleteOutcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class BucketDeleter:
+    """Deletes checkpoints' objects (see the module's docstring)."""
+
+    def __init__(
+        self,
+        place: BucketPlace,
+        meta: BucketMeta | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        settle_seconds: float = SETTLE_SECONDS,
+        batch_keys: int = BATCH_KEYS,
+    ) -> None:
+        self.place = place
+        self.meta = meta
+        self.clock = clock
+        self.settle_us = int(settle_seconds * 1_000_000)
+        self.batch_keys = max(1, min(batch_keys, BATCH_KEYS))
+        self.step_hook: Callable[[str], None] | None = None
+        """Called after the intent is written and after each batch: tests stop there."""
+
+    # --- one delete -------------------------------------------------------------------------
+    def delete(
+        self,
+        checkpoint: str,
+        run_id: str,
+        checkpoint_id: str,
+        *,
+        incomplete_reason: str | None = None,
+    ) -> DeleteOutcome:
+        """Delete every object of `checkpoint` (see the module's docstring). Raises, having
+        changed nothing, for a refusal or a failed first list; otherwise returns what each key
+        did (`DeleteOutcome.done`, else `.error()`)."""
+        prefix = self.place.key(checked_rel(checkpoint))
+        if incomplete_reason is not None:
+            raise ConflictError(_still_written(checkpoint, incomplete_reason))
+        found = self._list(prefix) or self._single(prefix)
+        if not found:
+            raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
+        newest_us = max(found.values())
+        settling = Settling(to_us(self.clock.now()), self.settle_us)
+        unsettled = unsettled_reason(newest_us, settling)
+        if unsettled is not None:
+            raise ConflictError(_still_written(checkpoint, unsettled))
+        intent = DeleteIntent(checkpoint, run_id, checkpoint_id, sorted(found), newest_us)
+        record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
+        self._write_intent(record, intent)
+        self._step("intent")
+        return self._finish(record, intent, found)
+
+    def _write_intent(self, record: str, intent: DeleteIntent) -> None:
+        try:
+            obstore.put(self.place.store, record, msgspec.json.encode(intent), use_multipart=False)
+        except (BaseError, OSError) as exc:
+            raise StorageFailedError(
+                f"deleting {intent.checkpoint} failed: its delete record could not be written "
+                f"to {self.place.name} ({reason(exc)}); nothing was deleted"
+            ) from exc
+
+    def _finish(self, record: str, intent: DeleteIntent, found: dict[str, int]) -> DeleteOutcome:
+        """Steps 3 to 5 for the keys of `intent` that `found` (a listing) still holds."""
+        outcome = DeleteOutcome(intent.checkpoint)
+        confirmed = set(intent.keys)
+        doomed = []
+        for key, modified_us in sorted(found.items()):
+            if key not in confirmed:
+                continue
+            if modified_us > intent.newest_us:
+                outcome.left[key] = "written again after the delete was asked"
+            else:
+                doomed.append(key)
+        errors = self._delete_batches(doomed, outcome)
+        try:
+            after = self._objects_of(intent)
+        except StorageFailedError as exc:
+            outcome.problem = f"the objects could not be listed again to check ({exc})"
+            return outcome
+        for key in doomed:
+            if key in after:
+                outcome.failed[key] = errors.get(key, "still listed after the server deleted it")
+            else:
+                outcome.deleted.append(key)
+        for key in sorted(set(after) - confirmed):
+            outcome.left[key] = "appeared while the checkpoint was being deleted"
+        if not outcome.failed:
+            self._forget(record, intent, outcome)
+        return outcome
+
+    def _delete_batches(self, keys: list[str], outcome: DeleteOutcome) -> dict[str, str]:
+        """Delete `keys` in batches; key -> its batch's error, for batches that raised."""
+        errors: dict[str, str] = {}
+        for start in range(0, len(keys), self.batch_keys):
+            batch = keys[start : start + self.batch_keys]
+            outcome.requests += 1
+            try:
+                obstore.delete(self.place.store, batch)
+            except (BaseError, OSError) as exc:
+                errors.update(dict.fromkeys(batch, reason(exc)))
+            self._step("batch")
+        return errors
+
+    def _forget(self, record: str, intent: DeleteIntent, outcome: DeleteOutcome) -> None:
+        """Step 5: the metadata, then the record (kept if the metadata could not be written,
+        so the next open drops it)."""
+        try:
+            if self.meta is not None and not outcome.left:
+                self.meta.apply(delete=[(intent.run_id, intent.checkpoint_id)])
+            obstore.delete(self.place.store, record)
+        except StoreError as exc:
+            outcome.problem = f"its metadata could not be dropped ({exc})"
+        except (BaseError, OSError) as exc:
+            outcome.problem = f"its delete record could not be removed ({reason(exc)})"
+
+    # --- at open ----------------------------------------------------------------------------
+    def pending(self) -> list[str]:
+        """The keys of the intent records in the bucket (interrupted deletes)."""
+        return sorted(self._list(self.place.meta_key(DELETES)))
+
+    def recover(self, *, readonly: bool = False) -> Recovery:
+        """Finish every interrupted delete (read-only: report them); see the docstring."""
+        recovery = Recovery()
+        for record in self.pending():
+            intent = self._read_intent(record, recovery)
+            if intent is None:
+                continue
+            if readonly:
+                recovery.problems.append(
+                    f"an interrupted delete of {intent.checkpoint} is waiting in "
+                    f"{self.place.name}: open the store writable to finish it"
+                )
+                continue
+            found = self._objects_of(intent)
+            recovery.finished.append(self._finish(record, intent, found))
+        return recovery
+
+    def _read_intent(self, record: str, recovery: Recovery) -> DeleteIntent | None:
+        try:
+            intent = read_doc(self.place, record, DeleteIntent).doc
+            if intent is None:
+                return None  # removed meanwhile: that delete was finished by someone else
+            _check_intent(self.place, intent)
+        except (StoreError, InvalidRequestError) as exc:
+            recovery.problems.append(
+                f"the delete record {record} was not acted on: {exc}; look at it, then remove it"
+            )
+            return None
+        return intent
+
+    # --- listing ----------------------------------------------------------------------------
+    def _objects_of(self, intent: DeleteIntent) -> dict[str, int]:
+        """What is there now of the checkpoint `intent` deletes (its keys, or ones added)."""
+        prefix = self.place.key(intent.checkpoint)
+        if intent.keys == [prefix]:
+            return self._single(prefix)
+        return self._list(prefix)
+
+    def _single(self, key: str) -> dict[str, int]:
+        """{key: last modified} of the one object `key`, or {} when there is none."""
+        try:
+            found = obstore.head(self.place.store, key)
+        except FileNotFoundError:
+            return {}
+        except (BaseError, OSError) as exc:
+            raise StorageFailedError(
+                f"reading {key} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+            ) from exc
+        return {key: _us(found["last_modified"])}
+
+    def _list(self, prefix: str) -> dict[str, int]:
+        """key -> last modified (microseconds) of every object under `prefix` + `/`."""
+        found: dict[str, int] = {}
+        try:
+            for chunk in obstore.list(self.place.store, prefix=prefix):
+                for item in chunk:
+                    found[item["path"]] = _us(item["last_modified"])
+                if len(found) > MAX_CHECKPOINT_OBJECTS:
+                    raise StoreError(
+                        f"{prefix} holds more than {MAX_CHECKPOINT_OBJECTS} objects: it is "
+                        "not one checkpoint; nothing was deleted"
+                    )
+        except (BaseError, OSError) as exc:
+            raise StorageFailedError(
+                f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+            ) from exc
+        _refuse_outside(found, prefix)
+        return found
+
+    def _step(self, name: str) -> None:
+        if self.step_hook is not None:
+            self.step_hook(name)
+
+
+def _refuse_outside(keys: Iterable[str], prefix: str) -> None:
+    """StoreError if a listed key is not under `prefix` + `/` (the server's answer is
+    hostile input)."""
+    for key in keys:
+        if not key.startswith(prefix + "/"):
+            raise StoreError(
+                f"the server listed {key!r} under {prefix!r}, outside it; nothing was deleted"
+            )
+
+
+def _check_intent(place: BucketPlace, intent: DeleteIntent) -> None:
+    prefix = place.key(checked_rel(intent.checkpoint))
+    if intent.keys != [prefix]:  # a single file's record names just it
+        _refuse_outside(intent.keys, prefix)
+
+
+def _still_written(checkpoint: str, reason: str) -> str:
+    return (
+        f"refusing to delete {checkpoint}: it is incomplete ({reason}); a save may still be "
+        "writing it: wait until it is complete (its objects stay the same)"
+    )
+
+
+def _us(moment: datetime) -> int:
+    return to_us(moment, "an object's last modified time")

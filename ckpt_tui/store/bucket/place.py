@@ -1,0 +1,47 @@
+"""Where a store lives in a bucket: an obstore store and a prefix, and the keys under it.
+
+Keys are `/`-separated. A store's own documents live under `<prefix>/.ckpt-tui/`; a
+checkpoint is every object under `<prefix>/<checkpoint>/`. A relative name that is empty,
+has an empty, `.` or `..` part, or starts in `.ckpt-tui` is refused before any request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from obstore.store import ObjectStore
+
+from ckpt_tui.store.errors import InvalidRequestError
+
+META_FOLDER = ".ckpt-tui"
+"""The store's own documents, under the prefix (as `STORE/.ckpt-tui/` in a folder)."""
+
+
+@dataclass(frozen=True)
+class BucketPlace:
+    """An obstore store (one bucket) and the prefix the checkpoint store is rooted at."""
+
+    store: ObjectStore
+    prefix: str
+    """Without a leading or trailing `/`; "" for the whole bucket."""
+    name: str
+    """How the place is shown (`s3://bucket/prefix`), never with credentials in it."""
+
+    def key(self, rel: str) -> str:
+        """The object key of `rel` (checked by `checked_rel`) below the prefix."""
+        rel = checked_rel(rel)
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    def meta_key(self, name: str) -> str:
+        """The key of one of the store's own documents (`name` is ours, not user input)."""
+        return f"{self.prefix}/{META_FOLDER}/{name}" if self.prefix else f"{META_FOLDER}/{name}"
+
+
+def checked_rel(rel: str) -> str:
+    """`rel` if it names something inside the store other than its own documents."""
+    parts = rel.split("/")
+    if not rel or any(part in ("", ".", "..") for part in parts) or parts[0] == META_FOLDER:
+        raise InvalidRequestError(
+            f"{rel!r} does not name a checkpoint inside the store: use a path like run/step-10"
+        )
+    return rel

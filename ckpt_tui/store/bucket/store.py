@@ -1,0 +1,176 @@
+"""`BucketStore`: a bucket prefix served like a folder store.
+
+It is a `Store` whose watcher reads the bucket (`BucketWatcher`): listing, paging, ordering,
+expiry hiding, problems and the server's answers are the folder store's own code. Its metadata
+rows are in memory, their shared part also in the bucket (see below); its layout points
+nowhere on disk (`NO_FOLDER`), so a file operation that slipped through fails rather than
+touching the working folder.
+
+Writes (`changes.py`, `shared.py`): published, TTL and created times are kept in the bucket
+under the prefix (`metadata.py`, conditional writes), so publish and TTL are the folder
+store's own `Writer` over a `SharedMetaDB`; a delete is `deleting.py`'s (an intent record,
+batched DeleteObjects, a listing to verify), and the open finishes interrupted deletes before
+the first look. `readonly=True` (`--readonly`) refuses every change and writes nothing.
+`self.storage` (an `ObjectStorage`) lists, stats and reads ranges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket.changes import BucketChanges
+from ckpt_tui.store.bucket.metadata import BucketMeta
+from ckpt_tui.store.bucket.place import BucketPlace
+from ckpt_tui.store.bucket.shared import SharedMetaDB
+from ckpt_tui.store.bucket.watcher import BucketWatcher
+from ckpt_tui.store.deleter import Deleter
+from ckpt_tui.store.errors import StoreError
+from ckpt_tui.store.export import CheckpointFile
+from ckpt_tui.store.guard import Guard
+from ckpt_tui.store.layout import Layout
+from ckpt_tui.store.ledger import Ledger
+from ckpt_tui.store.settle import SETTLE_SECONDS
+from ckpt_tui.store.storage import storage_errors
+from ckpt_tui.store.store import Store
+from ckpt_tui.store.times import to_us
+from ckpt_tui.store.writer import Writer
+from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
+
+NO_FOLDER = Path("/dev/null/bucket-store")
+"""The layout root of a bucket store: no file operation can succeed under it (ENOTDIR)."""
+
+
+class BucketStore(Store):
+    """A checkpoint store on a bucket prefix (see the module)."""
+
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        clock: Clock,
+        settle_seconds: float = SETTLE_SECONDS,
+        readonly: bool = False,
+    ) -> None:  # deliberately not Store.__init__: nothing here is a folder
+        self.storage = storage
+        self.root = Path(storage.root or ".")
+        self.clock = clock
+        self.guard = Guard(Path(storage.url))
+        layout = Layout(NO_FOLDER)
+        self._layout = layout
+        place = BucketPlace(storage.object_store, storage.root, storage.url)
+        shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+        self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
+        self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
+        self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade=False)
+        self._deleter = Deleter(layout, self._ledger, self._watcher)
+        self._changes = BucketChanges(storage, shared, self._ledger, clock, settle_seconds)
+
+    @classmethod
+    def open_bucket(
+        cls,
+        storage: ObjectStorage,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        settle_seconds: float = SETTLE_SECONDS,
+        readonly: bool = False,
+    ) -> BucketStore:
+        """Open the store on `storage`'s prefix, finish the deletes a crash interrupted
+        (read-only: report them), read it once (a failed listing is a problem of the store,
+        `problems()`, not an error: its lists say they are incomplete) and sweep."""
+        store = cls(storage, clock, settle_seconds, readonly)
+        try:
+            with store.guard.held():
+                store._changes.recover(readonly)
+                if isinstance(store._watcher, BucketWatcher):
+                    store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
+                store._watcher.scan_all()
+                if not readonly:
+                    store._sweep()  # on what was just read: no second look
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def delete_step_hook(self) -> Callable[[str], None] | None:
+        """Called after a delete's intent record and after each batch (`deleting.py`)."""
+        return self._changes.deleter.step_hook
+
+    @delete_step_hook.setter
+    def delete_step_hook(self, hook: Callable[[str], None] | None) -> None:
+        self._changes.deleter.step_hook = hook
+
+    @property
+    def recovery_problems(self) -> list[str]:
+        """What the open found of interrupted deletes it did not finish, and why."""
+        recovery = self._changes.recovery
+        unfinished = [str(o.error()) for o in recovery.finished if not o.done]
+        return [*unfinished, *recovery.problems]
+
+    @property
+    def write_problem(self) -> str | None:
+        """Said once the first write found the server ignores conditional writes."""
+        return self._changes.place_problem()
+
+    def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
+        """Delete a checkpoint's objects (`deleting.py`, outside the store's lock: deletes
+        asked for side by side wait on the bucket side by side), then forget it."""
+        with self.guard.held():
+            self._writer.require_writable()
+            entry = self._watcher.live_entry(run_id, checkpoint_id)
+            self._changes.claim(entry)
+        try:
+            outcome = self._changes.delete_objects(entry)
+        finally:
+            with self.guard.lock:
+                self._changes.release(entry)
+        with self.guard.held(), storage_errors(f"deleting {entry.tinker_path}"):
+            self._changes.forget(entry, outcome, touch=True, rescan=self._watcher.scan_all)
+
+    def sweep_expired(self) -> list[str]:
+        """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
+        if self.readonly:
+            return []
+        self._watcher.notice_changes_unlocked(force=True)
+        with self.guard.held():
+            return self._sweep()
+
+    def _sweep(self) -> list[str]:
+        removed: list[str] = []
+        self._ledger.hide_expired()
+        expired = self._ledger.index.expired.values()
+        for entry in sorted(expired, key=lambda e: e.tinker_path):
+            try:
+                self._changes.delete(entry, touch=False, rescan=self._watcher.scan_all)
+            except StoreError:
+                continue  # hidden still; tried again at the next sweep
+            removed.append(entry.tinker_path)
+        return removed
+
+    @property
+    def url(self) -> str:
+        return self.storage.url
+
+    @property
+    def objects_listed(self) -> int:
+        watcher = self._watcher
+        return watcher.objects_listed if isinstance(watcher, BucketWatcher) else 0
+
+    def checkpoint_files(self, run_id: str, checkpoint_id: str) -> list[CheckpointFile]:
+        raise StoreError(
+            f"downloads from {self.url} are not served yet: copy the files with your cloud's "
+            "own tool (aws s3 cp, gcloud storage cp, azcopy)"
+        )
+
+    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> BinaryIO:
+        self.checkpoint_files(run_id, checkpoint_id)
+        raise AssertionError("unreachable")
+
+
+def bucket_id(storage: ObjectStorage) -> str:
+    """The id of a bucket store while the bucket keeps none: from its location (the write
+    side keeps one in the bucket, so two spellings of one endpoint are one store)."""
+    return hashlib.sha256(f"bucket\0{storage.url}".encode()).hexdigest()[:32]

@@ -1,0 +1,130 @@
+"""A bucket prefix listed once: every object under it, flat, in pages of 1,000 (ListObjectsV2
+with continuation tokens), answering `list_level` and `stat` from memory; file reads go to the
+bucket. One flat listing of 30,000 objects is 30 requests where a walk level by level is one
+per folder. The listing is all or nothing: a page that fails fails it (never a partial tree).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+
+from ckpt_tui.store.blobs.base import Entry, StorageReadError
+from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
+from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
+
+MAX_LISTED = 2_000_000
+"""The most objects one listing holds in memory (about 200 bytes each)."""
+
+READ_AHEAD = 64 * 1024
+"""The start of a file read ahead: what the walk's first read of it asks for (a buffered
+reader's block), so that read is answered from memory."""
+READ_AHEAD_BUDGET = 128 * 1024 * 1024
+"""The most bytes one look reads ahead; past it, files are read when the walk asks."""
+# Under `runs/` (the Tinker layout) only run.json is read whole: a checkpoint's config is not.
+READ_AHEAD_IN_FLIGHT = 64
+WHOLE_FILES = frozenset(
+    {"trainer_state.json", "config.json", "adapter_config.json", "run.json", "latest", ".metadata"}
+)
+HEADER_SUFFIXES = (".safetensors", ".index.json")
+
+
+class ListedTree:
+    """A `Storage` answering listings from one flat listing of `bucket`'s root."""
+
+    def __init__(self, bucket: ObjectStorage, objects: Iterable[tuple[str, Entry]]) -> None:
+        self._bucket = bucket
+        self._levels: dict[str, dict[str, Entry]] = {}
+        self._files: dict[str, Entry] = {}
+        self._ahead: dict[tuple[str, int], bytes] = {}
+        for key, entry in objects:
+            self._add(key, entry)
+
+    def _add(self, key: str, entry: Entry) -> None:
+        self._files[key] = entry
+        parent, _, name = key.rpartition("/")
+        self._levels.setdefault(parent, {}).setdefault(name, entry)  # a folder wins
+        while parent:  # every folder above it is a level of its parent's
+            above, _, folder = parent.rpartition("/")
+            level = self._levels.setdefault(above, {})
+            if folder in level and level[folder].is_dir:
+                break
+            level[folder] = Entry(folder, True)
+            parent = above
+
+    @property
+    def url(self) -> str:
+        return self._bucket.url
+
+    @property
+    def root(self) -> str:
+        return self._bucket.root
+
+    @property
+    def object_count(self) -> int:
+        return len(self._files)
+
+    def fingerprint(self) -> str:
+        """What every object is (key, size, ETag, time): equal while nothing changed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for key in sorted(self._files):
+            entry = self._files[key]
+            digest.update(f"{key}\0{entry.size}\0{entry.tag}\0{entry.mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+    def list_level(self, path: str) -> dict[str, Entry]:
+        return dict(self._levels.get(key_of(path), {}))
+
+    def stat(self, path: str) -> Entry | None:
+        return self._files.get(key_of(path))
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        key = key_of(path)
+        ahead = self._ahead.get((key, start)) if start == 0 else None
+        if ahead is not None and (len(ahead) >= length or len(ahead) == self._size(key)):
+            return ahead[:length]
+        return self._bucket.read_range(path, start, length)
+
+    def _size(self, key: str) -> int:
+        found = self._files.get(key)
+        return -1 if found is None else found.size
+
+    def read_ahead(self) -> int:
+        """Read the start of every file the walk will read (JSON it reads whole, safetensors
+        headers), many at once: a walk then waits for no request of these. Returns the bytes
+        read ahead. Nothing read here is trusted more than a read the walk makes itself: a
+        failed one is simply read again (and its failure recorded) when the walk asks."""
+        wanted: list[tuple[str, int, int]] = []
+        budget = READ_AHEAD_BUDGET
+        tinker = f"{self.root}/{RUNS_DIR}/" if self.root else f"{RUNS_DIR}/"
+        for key, entry in self._files.items():
+            name = key.rsplit("/", 1)[-1]
+            whole = name == RUN_JSON if key.startswith(tinker) else name in WHOLE_FILES
+            if entry.size and (whole or name.endswith(HEADER_SUFFIXES)):
+                length = min(entry.size, READ_AHEAD)
+                if length > budget:
+                    break
+                budget -= length
+                wanted.append((key, 0, length))
+        self._ahead = self._bucket.read_many(wanted, READ_AHEAD_IN_FLIGHT)
+        return READ_AHEAD_BUDGET - budget
+
+    def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
+        return self._bucket.delete_batch(paths)
+
+
+def join(root: str, *names: str) -> str:
+    """A path under a storage root ("" for a bucket's top)."""
+    return os.path.join(root, *names) if root else "/".join(names)
+
+
+def list_tree(bucket: ObjectStorage) -> ListedTree:
+    """Every object under `bucket`'s root, listed now; StorageReadError when a page fails or
+    there are more than MAX_LISTED."""
+    objects = []
+    for item in bucket.list_all():
+        objects.append(item)
+        if len(objects) > MAX_LISTED:
+            raise StorageReadError(f"more than {MAX_LISTED:,} objects under {bucket.url}")
+    return ListedTree(bucket, objects)

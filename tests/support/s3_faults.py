@@ -1,0 +1,148 @@
+"""A real ASGI app in front of the test S3 server that forwards every request and injects
+faults a real server can have:
+
+    faults = S3Faults(server.endpoint)
+    with run_server(faults) as endpoint:          # point the client at `endpoint`
+        faults.ignore_conditions = True           # If-Match / If-None-Match dropped (old servers)
+        faults.refuse_delete = "locked"           # DeleteObjects answers an <Error> for keys
+                                                  # containing "locked" (and keeps them)
+        faults.extra_listed_key = "store/x/y"     # every ListObjectsV2 answer also names this
+        faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
+                                                  # waits for the event (`delete_done` is set)
+        faults.backdate = True                    # objects' times answered as in 2020 (a
+                                                  # server clock behind: everything settled)
+
+`requests` logs `(method, path, query)` of every request forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import re
+import threading
+from typing import Any
+from xml.sax.saxutils import escape
+
+import httpx
+from starlette.types import Receive, Scope, Send
+
+_OBJECT = re.compile(rb"<Object>\s*<Key>([^<]*)</Key>.*?</Object>", re.DOTALL)
+_DROPPED = {b"host", b"content-length", b"transfer-encoding", b"connection"}
+_LAST_MODIFIED = re.compile(rb"<LastModified>[^<]*</LastModified>")
+_OLD_TIME = b"2020-01-01T00:00:00.000Z"
+HOLD_GUARD = 300.0
+"""Seconds an answer is held at most (a guard: the test sets the event)."""
+_CHECKSUMS = (b"content-md5", b"x-amz-checksum-crc32", b"x-amz-checksum-sha256")
+
+
+class S3Faults:
+    """See the module's docstring."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.ignore_conditions = False
+        self.refuse_delete: str | None = None
+        self.extra_listed_key: str | None = None
+        self.hold_delete_answers: threading.Event | None = None
+        self.delete_done = threading.Event()
+        self.backdate = False
+        self.requests: list[tuple[str, str, str]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        body = await _body(receive)
+        method: str = scope["method"]
+        query = scope["query_string"].decode()
+        path = scope["raw_path"].decode()
+        self.requests.append((method, path, query))
+        headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
+        if self.ignore_conditions:
+            headers = [(k, v) for k, v in headers if k not in (b"if-match", b"if-none-match")]
+        refused: list[bytes] = []
+        if method == "POST" and "delete" in query and self.refuse_delete:
+            body, refused = _without(body, self.refuse_delete.encode())
+            headers = [(k, v) for k, v in headers if k not in _CHECKSUMS]
+            digest = base64.b64encode(hashlib.md5(body).digest())
+            headers.append((b"content-md5", digest))
+        async with httpx.AsyncClient() as client:
+            answer = await client.request(
+                method,
+                f"{self.upstream}{path}" + (f"?{query}" if query else ""),
+                headers=headers,
+                content=body,
+            )
+        content = answer.content
+        if method == "POST" and "delete" in query:
+            self.delete_done.set()
+            if self.hold_delete_answers is not None:
+                await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
+        if refused:
+            content = _with_errors(content, refused)
+        if method == "GET" and "list-type=2" in query and self.extra_listed_key:
+            content = _with_listed(content, self.extra_listed_key)
+        if self.backdate:
+            content = _LAST_MODIFIED.sub(
+                b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
+            )
+        await _answer(send, answer, content, self.backdate)
+
+
+def _without(body: bytes, needle: bytes) -> tuple[bytes, list[bytes]]:
+    refused = [m.group(1) for m in _OBJECT.finditer(body) if needle in m.group(1)]
+    kept = _OBJECT.sub(lambda m: b"" if needle in m.group(1) else m.group(0), body)
+    return kept, refused
+
+
+def _with_errors(content: bytes, keys: list[bytes]) -> bytes:
+    errors = b"".join(
+        b"<Error><Key>%s</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+        % key
+        for key in keys
+    )
+    return content.replace(b"</DeleteResult>", errors + b"</DeleteResult>")
+
+
+def _with_listed(content: bytes, key: str) -> bytes:
+    entry = (
+        f"<Contents><Key>{escape(key)}</Key><LastModified>2020-01-01T00:00:00.000Z"
+        '</LastModified><ETag>"0"</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass>'
+        "</Contents>"
+    ).encode()
+    return content.replace(b"</ListBucketResult>", entry + b"</ListBucketResult>")
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _answer(send: Send, answer: httpx.Response, content: bytes, backdate: bool) -> None:
+    headers: list[Any] = [
+        (k.encode(), v.encode())
+        for k, v in answer.headers.items()
+        if k.lower() not in ("content-length", "transfer-encoding", "content-encoding")
+    ]
+    if backdate:
+        old = b"Wed, 01 Jan 2020 00:00:00 GMT"
+        headers = [(k, old if k.lower() == b"last-modified" else v) for k, v in headers]
+    headers.append((b"content-length", str(len(content)).encode()))
+    await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

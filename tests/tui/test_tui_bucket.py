@@ -1,0 +1,44 @@
+"""The TUI on a bucket: opened in-process as `--local s3://…` is (the server app over a
+BucketStore), beside a folder, with no change to the TUI. Against a real S3 server (moto)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ckpt_tui.client import Endpoint
+from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support import layouts as L
+from tests.support.s3_server import S3Server
+from tests.support.tui import app_on, connection, screen_of, screen_text, settle, shown
+
+BOTH = {"team-bucket", "gpu-box"}
+
+
+async def test_the_tui_lists_a_bucket_beside_a_folder(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    L.hf_trainer_output(tmp_path / "synced/qwen-sft", steps=(100, 200, 300))
+    s3.upload(s3_bucket, "cluster", tmp_path / "synced")
+    L.peft_adapter(tmp_path / "box/adapters/lora-a")
+    bucket = Endpoint.bucket(f"s3://{s3_bucket}/cluster")
+    connections = [
+        connection(bucket, "team-bucket"),
+        connection(Endpoint.local(tmp_path / "box"), "gpu-box"),
+    ]
+    app = app_on(connections, None, clock)
+    async with app.run_test(size=(140, 36)) as pilot:
+        for _ in range(200):  # both backends' rows: each loads on its own
+            await settle(pilot)
+            catalog = screen_of(app).catalog
+            if catalog is not None and {r.backend for r in catalog.rows} >= {
+                "team-bucket",
+                "gpu-box",
+            }:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("2")  # every checkpoint
+        await settle(pilot)
+        on_bucket = sorted(row.name for row in shown(app) if row.backend == "team-bucket")
+        text = screen_text(app)
+    assert on_bucket == ["checkpoint-100", "checkpoint-200", "checkpoint-300"]
+    assert "team-bucket" in text and "gpu-box" in text and "lora-a" in text
