@@ -10,7 +10,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ckpt_tui.store import trash
@@ -41,12 +41,12 @@ class Deleter:
         self._pool_lock = threading.Lock()
 
     def close(self) -> None:
-        """Remove the spare slots (see `trash.SpareSlots`); stop the purging threads."""
-        self._spares.close()
+        """Finish the background purges, then remove the spare slots (`trash.SpareSlots`)."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=False)  # nothing is queued: `purge_all` waits for its purges
+            pool.shutdown(wait=True)
+        self._spares.close()
 
     def delete_checkpoint(self, entry: CheckpointEntry) -> Path:
         """Delete one checkpoint asked for by name; ConflictError if adapters are based on it.
@@ -97,27 +97,21 @@ class Deleter:
         self._step("commit")
         return slot
 
-    def purge_all(self, deleted: Sequence[tuple[CheckpointEntry, Path]]) -> None:
-        """`purge` each committed delete, several at a time (each `rmdir` waits for the file
-        system's journal, and such waits overlap); returns once all are done."""
-        if len(deleted) <= 1:
-            for entry, slot in deleted:
-                self.purge(entry, slot)
-            return
+    def purge_later(self, deleted: Sequence[tuple[CheckpointEntry, Path]]) -> None:
+        """`purge` each committed delete in the background, several at a time (each `rmdir`
+        waits for the file system's journal, ~2 ms here, and such waits overlap). `close`
+        waits for them; a crash before leaves the slots to `recover` at the next open."""
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(PURGERS, thread_name_prefix="ckpt-tui-purge")
-            pool = self._pool
-        purges = [pool.submit(self.purge, entry, slot) for entry, slot in deleted]
-        wait(purges)
-        for done in purges:
-            done.result()  # a step hook's simulated crash is raised here, as for one delete
+            for entry, slot in deleted:
+                self._pool.submit(self.purge, entry, slot).add_done_callback(_log_failure)
 
     def purge(self, entry: CheckpointEntry, slot: Path) -> None:
-        """Step 4: remove the slot of a committed delete. It touches only the slot, so it needs
-        no lock: removing folders is what a delete spends most of its time on (each `rmdir`
-        waits for the file system's journal, ~2 ms here), and purges running side by side in
-        the server's threads overlap those waits instead of queueing behind the store's lock."""
+        """Step 4: empty the slot of a committed delete and keep it for the next. It touches
+        only the slot, so it needs no lock: removing folders is what a delete spent most of
+        its time on (each `rmdir` waits for the file system's journal), and purges done
+        outside the lock no longer hold up the deletes behind them."""
         try:
             trash.empty(self._layout, slot)
             self._spares.give_back(slot)
@@ -192,3 +186,10 @@ def _is_inside(base: str, adapter: Path, target: Path) -> bool:
             if real == target or target in real.parents:
                 return True
     return False
+
+
+def _log_failure(done: Future[None]) -> None:
+    """A background purge's unexpected failure (its expected ones are logged by `purge`)."""
+    failure = done.exception()
+    if failure is not None:
+        logger.error("removing a deleted checkpoint's files failed", exc_info=failure)

@@ -113,8 +113,8 @@ def prepare(
     is for, and where its files are."""
     slot = spare or new_slot(layout)
     origin: dict[str, str] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
-    if location is not None:
-        origin["location"] = os.path.relpath(location, layout.root)
+    if location is not None:  # relative to the root (`parts_inside`: cheaper than relpath)
+        origin["location"] = "/".join(parts_inside(layout, location))
     try:
         with opened_dir(layout, parts_inside(layout, slot)) as folder:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
