@@ -4,8 +4,9 @@ A bulk delete sends many DELETEs at once (32 in flight). Done one per worker thr
 paid a thread hand-off and then queued for the store's lock, the threads fighting over the
 interpreter lock meanwhile. Here they wait in one queue; a drain takes everything queued
 and hands it to `Store.delete_checkpoints` in one call (each delete still its own crash-safe
-delete, answered with its own outcome). While a batch's files are being removed, the next
-batch can start (`MAX_BATCHES` at once).
+delete, answered with its own outcome once committed; its files are removed after, see
+`Store.delete_checkpoints`). While one batch holds the store's lock, the next is gathered
+and waits for it (`MAX_BATCHES` at once).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ckpt_tui.store import Store
 MAX_BATCH = 256
 """The most deletes one call to the store takes (bounds the time the store's lock is held)."""
 MAX_BATCHES = 2
-"""Batches in progress at once: one holding the store's lock, one removing its files."""
+"""Batches in progress at once: one holding the store's lock, one waiting for it."""
 
 
 class DeleteQueue:
