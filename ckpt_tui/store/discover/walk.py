@@ -149,7 +149,7 @@ def examine_listing(
                 continue
             look = _look(child)
             examine = functools.partial(loose.examine, child, name)
-            found = known.checkpoint(child, _key("loose", look), examine)
+            found = known.checkpoint(child, stat_key("loose", child), examine)  # ctime too
         elif _skipped(name, at_root):
             continue
         else:
