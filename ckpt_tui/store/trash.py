@@ -133,8 +133,13 @@ def prepare(
     try:
         with _slot_dir(layout, slot, trash_fd) as folder:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            with os.fdopen(os.open(ORIGIN, flags, 0o644, dir_fd=folder), "w") as out:
-                out.write(json.dumps(origin))
+            out = os.open(ORIGIN, flags, 0o644, dir_fd=folder)
+            try:  # no file object: a delete writes one of these under the store's lock
+                data = json.dumps(origin).encode("ascii")
+                while data:
+                    data = data[os.write(out, data) :]
+            finally:
+                os.close(out)
     except BaseException:
         purge(layout, slot)  # a full disk must not leave empty slots piling up
         raise
