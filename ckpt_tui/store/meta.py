@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.storage import is_storage_failure, storage_error
@@ -36,6 +37,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS store (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS found (
+    path TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    finding BLOB NOT NULL
 ) WITHOUT ROWID;
 """
 _COLUMNS = (
@@ -196,6 +202,20 @@ class MetaDB:
             )
         return [_row(values) for values in cursor]
 
+    def found(self) -> dict[str, tuple[str, bytes]]:
+        """What discovery found in files' contents, by path (`discover.known`)."""
+        rows = self._conn.execute("SELECT path, key, finding FROM found")
+        return {path: (key, bytes(finding)) for path, key, finding in rows}
+
+    def keep_found(self, learned: Mapping[str, tuple[str, bytes]], gone: Iterable[str]) -> None:
+        """One transaction: keep new findings, forget those of paths no longer found."""
+        with self._conn:
+            self._run_each(
+                "INSERT OR REPLACE INTO found (path, key, finding) VALUES (?, ?, ?)",
+                [(path, key, finding) for path, (key, finding) in learned.items()],
+            )
+            self._run_each("DELETE FROM found WHERE path = ?", [(path,) for path in gone])
+
     def run_changes(self) -> dict[str, int]:
         """run_id -> time of the last change made through the store."""
         return dict(self._conn.execute("SELECT run_id, last_change_us FROM runs").fetchall())
@@ -208,19 +228,22 @@ class MetaDB:
         touch: dict[str, int] | None = None,
         drop_runs: Iterable[str] = (),
     ) -> None:
-        """One transaction: write rows, drop rows, record run changes, forget runs."""
+        """One transaction: write rows, drop rows, record run changes, forget runs (a
+        statement with nothing to do is not run: a delete makes two of the four)."""
         with self._conn:
-            self._conn.executemany(
+            self._run_each(
                 f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}) VALUES ({_PLACES})",
-                (row.values() for row in upsert),
+                [row.values() for row in upsert],
             )
-            self._conn.executemany(
-                "DELETE FROM checkpoints WHERE run_id = ? AND checkpoint_id = ?", delete
+            self._run_each(
+                "DELETE FROM checkpoints WHERE run_id = ? AND checkpoint_id = ?", list(delete)
             )
-            self._conn.executemany(
+            self._run_each(
                 "INSERT OR REPLACE INTO runs (run_id, last_change_us) VALUES (?, ?)",
-                (touch or {}).items(),
+                list((touch or {}).items()),
             )
-            self._conn.executemany(
-                "DELETE FROM runs WHERE run_id = ?", ((run_id,) for run_id in drop_runs)
-            )
+            self._run_each("DELETE FROM runs WHERE run_id = ?", [(r,) for r in drop_runs])
+
+    def _run_each(self, statement: str, rows: list[Any]) -> None:
+        if rows:
+            self._conn.executemany(statement, rows)
