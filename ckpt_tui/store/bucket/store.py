@@ -17,7 +17,8 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,6 +41,8 @@ from ckpt_tui.store.times import to_us
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
+DELETES_AT_ONCE = 32
+"""Deletes of one batch (`delete_checkpoints`) sent to the bucket side by side."""
 NO_FOLDER = Path("/dev/null/bucket-store")
 """The layout root of a bucket store: no file operation can succeed under it (ENOTDIR)."""
 
@@ -129,6 +132,23 @@ class BucketStore(Store):
                 self._changes.release(entry)
         with self.guard.held(), storage_errors(f"deleting {entry.tinker_path}"):
             self._changes.forget(entry, outcome, touch=True, rescan=self._watcher.scan_all)
+
+    def delete_checkpoints(self, keys: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """Each of `keys` deleted by `delete_checkpoint`, side by side (each waits on the
+        bucket, outside the store's lock); returns each one's error (None: deleted). The
+        server hands the DELETEs asked for together to this (`ckpt_tui.server.deletes`): they
+        must reach the bucket's delete, never the folder store's (`Store.delete_checkpoints`)."""
+
+        def one(key: tuple[str, str]) -> Exception | None:
+            try:
+                self.delete_checkpoint(*key)
+            except Exception as exc:  # this one's answer; the others' stand as they are
+                return exc
+            return None
+
+        workers = max(1, min(len(keys), DELETES_AT_ONCE))
+        with ThreadPoolExecutor(workers, thread_name_prefix="ckpt-tui-bucket-delete") as pool:
+            return list(pool.map(one, keys))
 
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
