@@ -105,7 +105,9 @@ class Pace:
             async with self.condition:
                 self.in_flight -= 1
                 self._learn(taken)
-                self.condition.notify_all()
+                # only as many as may start now: waking every waiter at each answer costs
+                # a wake-up per waiter per answer
+                self.condition.notify(max(0, self.limit - self.in_flight))
 
     def _learn(self, taken: Slot) -> None:
         if taken.status in (429, 503):
