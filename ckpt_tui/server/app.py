@@ -12,6 +12,7 @@ from starlette.middleware import Middleware
 
 from ckpt_tui.api_types import CheckpointType
 from ckpt_tui.server.auth import AuthMiddleware
+from ckpt_tui.server.deletes import DeleteQueue
 from ckpt_tui.server.downloads import ALL_SIGNED_TYPES
 from ckpt_tui.server.error_responses import http_exception_handler, internal_error_handler
 from ckpt_tui.server.routes import ROUTES
@@ -71,6 +72,7 @@ def create_app(
         lifespan=sweeping_lifespan(store, sweep_interval),
     )
     app.state.store = store
+    app.state.deletes = DeleteQueue(store)
     app.state.jwt_issuer = jwt
     app.state.storage_rate = storage_rate
     app.state.url_signer = url_signer or UrlSigner()

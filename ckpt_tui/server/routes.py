@@ -21,6 +21,7 @@ from ckpt_tui.api_types import (
     TrainingRunsPage,
 )
 from ckpt_tui.server.billing import checkpoint_storage_usage
+from ckpt_tui.server.deletes import DeleteQueue
 from ckpt_tui.server.downloads import external_weights_urls, signed_file
 from ckpt_tui.server.encoding import json_response
 from ckpt_tui.server.error_responses import ApiError, guarded
@@ -122,7 +123,8 @@ async def checkpoint_action(request: Request) -> Response:
     store = _store(request)
     key = (action, request.method)
     if key == (None, "DELETE"):
-        await run_in_threadpool(store.delete_checkpoint, run_id, checkpoint_id)
+        deletes: DeleteQueue = request.app.state.deletes
+        await deletes.delete(run_id, checkpoint_id)
     elif key in (("publish", "POST"), ("publish", "DELETE")):
         public = request.method == "POST"
         await run_in_threadpool(store.set_public, run_id, checkpoint_id, public)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ckpt_tui.store import trash
@@ -21,6 +23,9 @@ from ckpt_tui.store.watcher import Watcher
 
 logger = logging.getLogger("ckpt_tui.store")
 
+PURGERS = 8
+"""Threads removing the files of a batch of deletes side by side (`Deleter.purge_all`)."""
+
 
 class Deleter:
     """Removes checkpoints' files and records, one crash-safe step at a time."""
@@ -31,16 +36,28 @@ class Deleter:
         self._layout = layout
         self._ledger = ledger
         self._watcher = watcher
+        self._spares = trash.SpareSlots(layout)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
-    def delete_checkpoint(self, entry: CheckpointEntry) -> None:
-        """Delete one checkpoint asked for by name; ConflictError if adapters are based on it."""
+    def close(self) -> None:
+        """Finish the background purges, then remove the spare slots (`trash.SpareSlots`)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self._spares.close()
+
+    def delete_checkpoint(self, entry: CheckpointEntry) -> Path:
+        """Delete one checkpoint asked for by name; ConflictError if adapters are based on it.
+        Returns the trash slot holding its files, for `purge` (which needs no lock)."""
         users = self._adapters_based_on(entry)
         if users:
             raise ConflictError(
                 f"refusing to delete {entry.tinker_path}: it is the base model of "
                 f"{', '.join(users[:3])}; delete those adapters first"
             )
-        self._delete(entry, touch=True)
+        return self.delete(entry, touch=True)
 
     def sweep(self) -> list[str]:
         """Delete every checkpoint past expires_at (files unchanged); return their tinker paths."""
@@ -53,14 +70,16 @@ class Deleter:
         removed: list[str] = []
         for entry in sorted(self._ledger.index.expired.values(), key=lambda e: e.tinker_path):
             try:
-                self._delete(entry, touch=False)
+                slot = self.delete(entry, touch=False)
             except StoreError:
                 continue
+            self.purge(entry, slot)
             removed.append(entry.tinker_path)
         return removed
 
-    def _delete(self, entry: CheckpointEntry, touch: bool) -> None:
-        """The crash-safe delete of `trash.DELETE_STEPS`; NotFoundError if its files vanished.
+    def delete(self, entry: CheckpointEntry, touch: bool) -> Path:
+        """Steps 1-3 of `trash.DELETE_STEPS`; NotFoundError if its files vanished. Returns the
+        slot holding the files, which `purge` removes.
 
         The answer and the state agree: a step that fails (a full disk, an I/O error, a locked
         metadata file) undoes the steps before it and raises a StorageError; once the commit
@@ -69,15 +88,34 @@ class Deleter:
         run_id, checkpoint_id = entry.key
         doing = f"deleting {entry.tinker_path}"
         with storage_errors(doing):
-            slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path)
+            spare = self._spares.take()
+            slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path, spare)
         self._step("prepare")
         self._move(entry, slot, doing)
         self._step("move")
         self._commit(entry, slot, touch, doing)
         self._step("commit")
+        return slot
+
+    def purge_later(self, deleted: Sequence[tuple[CheckpointEntry, Path]]) -> None:
+        """`purge` each committed delete in the background, several at a time (each `rmdir`
+        waits for the file system's journal, ~2 ms here, and such waits overlap). `close`
+        waits for them; a crash before leaves the slots to `recover` at the next open."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(PURGERS, thread_name_prefix="ckpt-tui-purge")
+            for entry, slot in deleted:
+                self._pool.submit(self.purge, entry, slot).add_done_callback(_log_failure)
+
+    def purge(self, entry: CheckpointEntry, slot: Path) -> None:
+        """Step 4: empty the slot of a committed delete and keep it for the next. It touches
+        only the slot, so it needs no lock: removing folders is what a delete spent most of
+        its time on (each `rmdir` waits for the file system's journal), and purges done
+        outside the lock no longer hold up the deletes behind them."""
         try:
-            trash.purge(self._layout, slot)
-        except OSError as exc:
+            trash.empty(self._layout, slot)
+            self._spares.give_back(slot)
+        except (OSError, StoreError) as exc:
             logger.warning(
                 "%s: its files stay in %s until the store is next opened: %s",
                 entry.tinker_path,
@@ -117,17 +155,22 @@ class Deleter:
 
     def _adapters_based_on(self, entry: CheckpointEntry) -> list[str]:
         """Tinker paths of discovered adapters whose base_model is `entry`'s folder (or in it)."""
+        adapters = [
+            (other, base)
+            for run in self._ledger.index.runs.values()
+            if run.discovered
+            for other in run.checkpoints.values()
+            if other is not entry and (base := (other.facts or {}).get("base_model", ""))
+        ]
+        if not adapters:  # the common case: no folder to resolve (a delete's every call counts)
+            return []
         try:
             target = entry.path.resolve()
         except OSError:  # a link swapped while it was read (realpath's readlink is unguarded)
             target = entry.path.absolute()
-        users = []
-        for run in self._ledger.index.runs.values():
-            for other in run.checkpoints.values() if run.discovered else ():
-                base = (other.facts or {}).get("base_model", "")
-                if other is not entry and base and _is_inside(base, other.path, target):
-                    users.append(other.tinker_path)
-        return sorted(users)
+        return sorted(
+            other.tinker_path for other, base in adapters if _is_inside(base, other.path, target)
+        )
 
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
@@ -143,3 +186,10 @@ def _is_inside(base: str, adapter: Path, target: Path) -> bool:
             if real == target or target in real.parents:
                 return True
     return False
+
+
+def _log_failure(done: Future[None]) -> None:
+    """A background purge's unexpected failure (its expected ones are logged by `purge`)."""
+    failure = done.exception()
+    if failure is not None:
+        logger.error("removing a deleted checkpoint's files failed", exc_info=failure)

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.storage import is_storage_failure, storage_error
@@ -208,19 +209,22 @@ class MetaDB:
         touch: dict[str, int] | None = None,
         drop_runs: Iterable[str] = (),
     ) -> None:
-        """One transaction: write rows, drop rows, record run changes, forget runs."""
+        """One transaction: write rows, drop rows, record run changes, forget runs (a
+        statement with nothing to do is not run: a delete makes two of the four)."""
         with self._conn:
-            self._conn.executemany(
+            self._run_each(
                 f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}) VALUES ({_PLACES})",
-                (row.values() for row in upsert),
+                [row.values() for row in upsert],
             )
-            self._conn.executemany(
-                "DELETE FROM checkpoints WHERE run_id = ? AND checkpoint_id = ?", delete
+            self._run_each(
+                "DELETE FROM checkpoints WHERE run_id = ? AND checkpoint_id = ?", list(delete)
             )
-            self._conn.executemany(
+            self._run_each(
                 "INSERT OR REPLACE INTO runs (run_id, last_change_us) VALUES (?, ?)",
-                (touch or {}).items(),
+                list((touch or {}).items()),
             )
-            self._conn.executemany(
-                "DELETE FROM runs WHERE run_id = ?", ((run_id,) for run_id in drop_runs)
-            )
+            self._run_each("DELETE FROM runs WHERE run_id = ?", [(r,) for r in drop_runs])
+
+    def _run_each(self, statement: str, rows: list[Any]) -> None:
+        if rows:
+            self._conn.executemany(statement, rows)

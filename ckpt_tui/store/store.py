@@ -18,7 +18,7 @@ A run's checkpoints oldest first (ties by id); all checkpoints newest first (tie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -138,6 +138,7 @@ class Store:
             if not self.guard.closed:
                 self.guard.closed = True
                 self._ledger.meta.close()
+                self._deleter.close()  # waits for the files of the last deletes to go
 
     def __enter__(self) -> Store:
         return self
@@ -331,12 +332,47 @@ class Store:
                 user_metadata=user_metadata,
             )
 
-    @locked
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
-        """Crash-safe delete: rename into trash, commit metadata, remove files."""
+        """Crash-safe delete: rename into trash, commit metadata (under the lock), then remove
+        the files (without it: see `Deleter.purge`). Returns once the files are gone."""
+        with self.guard.held():
+            entry, slot = self._stage_delete(run_id, checkpoint_id)
+        self._deleter.purge(entry, slot)
+
+    def delete_checkpoints(self, keys: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """Delete each (run_id, checkpoint_id), in order, under one hold of the lock; returns
+        each one's error (None: deleted), one failing changing nothing for the others. Each is
+        its own crash-safe delete (slot, metadata transaction), as if asked for one by one.
+
+        Returns once each is committed (gone from the metadata, its files in the trash: a
+        crash now still completes it at the next open); the files are removed in the
+        background (`Deleter.purge_later`, finished by `close`). The server gathers the
+        deletes asked for at the same time into one call (`ckpt_tui.server.deletes`)."""
+        failures: list[Exception | None] = []
+        deleted: list[tuple[CheckpointEntry, Path]] = []
+        checked: set[str] = set()  # runs looked at for outside changes during this call
+        with self.guard.held():
+            for run_id, checkpoint_id in keys:
+                try:
+                    recheck = run_id not in checked
+                    checked.add(run_id)
+                    deleted.append(self._stage_delete(run_id, checkpoint_id, recheck))
+                    failures.append(None)
+                except Exception as exc:  # this one's answer; the others' stand as they are
+                    failures.append(exc)
+        self._deleter.purge_later(deleted)
+        return failures
+
+    def _stage_delete(
+        self, run_id: str, checkpoint_id: str, recheck: bool = True
+    ) -> tuple[CheckpointEntry, Path]:
+        """Steps 1-3 of a delete (under the lock): the entry and the slot holding its files.
+        `recheck=False`: the run was checked for outside changes earlier in this hold of the
+        lock (its signature is brought up to date by each delete's commit)."""
         with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
             self._writer.require_writable()
-            self._deleter.delete_checkpoint(self._watcher.live_entry(run_id, checkpoint_id))
+            entry = self._watcher.live_entry(run_id, checkpoint_id, recheck)
+            return entry, self._deleter.delete_checkpoint(entry)
 
     @locked
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:

@@ -101,21 +101,23 @@ class Watcher:
             self._run_unread.pop(run_id, None)
 
     # --- live lookups -----------------------------------------------------------------------
-    def live_run(self, run_id: str) -> RunEntry:
-        """The live run `run_id` (validated, checked for outside changes) or NotFoundError."""
+    def live_run(self, run_id: str, recheck: bool = True) -> RunEntry:
+        """The live run `run_id` (validated, checked for outside changes unless `recheck` is
+        False: the caller checked it a moment ago, holding the lock since) or NotFoundError."""
         run_id = checked_run_id(run_id)
-        self.check_run(run_id)
+        if recheck:
+            self.check_run(run_id)
         self._ledger.hide_expired()
         run = self._ledger.index.runs.get(run_id)
         if run is None:
             raise NotFoundError(f"training run {run_id!r} not found")
         return run
 
-    def live_entry(self, run_id: str, checkpoint_id: str) -> CheckpointEntry:
+    def live_entry(self, run_id: str, checkpoint_id: str, recheck: bool = True) -> CheckpointEntry:
         """The live checkpoint or NotFoundError naming it; bad ids are InvalidRequestError."""
         run_id = checked_run_id(run_id)
         checked_checkpoint_id(checkpoint_id)
-        entry = self.live_run(run_id).checkpoints.get(checkpoint_id)
+        entry = self.live_run(run_id, recheck).checkpoints.get(checkpoint_id)
         if entry is None:
             raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
         return entry

@@ -48,13 +48,15 @@ def seeded(root: Path, clock: FixedClock) -> Store:
 
 
 def state(store: Store) -> State:
-    """What the store lists (id, public, expiry), the files under runs/, and the trash."""
+    """What the store lists (id, public, expiry), the files under runs/, and what the trash
+    holds (an emptied slot kept for the next delete holds nothing: `trash.SpareSlots`)."""
     listed = [
         (c.checkpoint_id, c.public, None if c.expires_at is None else c.expires_at.isoformat())
         for c in store.list_run_checkpoints("run-000")
     ]
     files = sorted(str(p.relative_to(store.root)) for p in (store.root / "runs").rglob("*"))
-    trash = sorted(p.name for p in (store.root / ".ckpt-tui" / "trash").iterdir())
+    trash_dir = store.root / ".ckpt-tui" / "trash"
+    trash = sorted(str(p.relative_to(trash_dir)) for p in trash_dir.rglob("*") if not p.is_dir())
     return listed, files, trash
 
 
