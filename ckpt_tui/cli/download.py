@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
+from ckpt_tui.cli.progress import ProgressLine
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.download import (
     DownloadError,
@@ -36,7 +36,6 @@ resume an interrupted download where it stopped. A folder that already holds the
 checkpoint is refused without --force; a folder holding anything else is refused.
 The hosted service signs only external_weights checkpoints; `ckpt-tui serve` signs every type.
 """
-REDRAW_SECONDS = 0.2
 
 
 def register(subparsers: Any) -> None:
@@ -79,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     parent = Path(args.output or ".")
     folders = [parent / folder_name(path) for path in paths]
-    show = None if args.json or not sys.stderr.isatty() else ProgressLine(sys.stderr)
+    show = None if args.json or not sys.stderr.isatty() else DownloadLine(sys.stderr)
     outcomes = run_async(_download_all(setups, paths, folders, args.force, show))
     failed = [text for text in outcomes if isinstance(text, str)]
     done = [result for result in outcomes if isinstance(result, Result)]
@@ -109,7 +108,7 @@ async def _download_all(
     paths: list[TinkerPath],
     folders: list[Path],
     force: bool,
-    show: ProgressLine | None,
+    show: DownloadLine | None,
 ) -> list[Result | str]:
     outcomes: list[Result | str] = []
     async with opened(setups) as connections:
@@ -122,7 +121,7 @@ async def _download_all(
 
 
 async def _one(
-    client: CheckpointClient, path: TinkerPath, folder: Path, force: bool, show: ProgressLine | None
+    client: CheckpointClient, path: TinkerPath, folder: Path, force: bool, show: DownloadLine | None
 ) -> Result | str:
     try:
         return await download(
@@ -164,34 +163,24 @@ def _as_json(result: Result) -> dict[str, object]:
     }
 
 
-class ProgressLine:
-    """One line on a terminal, redrawn in place: bytes, rate and time left."""
+class DownloadLine:
+    """A download's progress on one `ProgressLine` (bytes; files done as its note), a line
+    per checkpoint."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.started = time.monotonic()
-        self.drawn_at = 0.0
-        self.start_done: int | None = None
+        self.line: ProgressLine | None = None
 
     def update(self, progress: Progress) -> None:
-        now = time.monotonic()
-        if self.start_done is None:
-            self.start_done, self.started = progress.done, now
-        if now - self.drawn_at < REDRAW_SECONDS and progress.done < progress.total:
-            return
-        self.drawn_at = now
-        elapsed = max(now - self.started, 1e-6)
-        rate = (progress.done - self.start_done) / elapsed
-        left = (progress.total - progress.done) / rate if rate > 0 else None
-        eta = "--:--" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}"
-        line = (
-            f"{format_bytes(progress.done)} / {format_bytes(progress.total)}  "
-            f"{format_bytes(int(rate))}/s  {eta} left  "
-            f"{progress.files_done}/{progress.files} files"
-        )
-        self.stream.write("\r\x1b[K" + line)
-        self.stream.flush()
+        if self.line is None:
+            self.line = ProgressLine(
+                "Downloading", progress.total, self.stream, amount=format_bytes,
+                already=progress.done,
+            )  # fmt: skip
+        self.line.total = progress.total
+        self.line.update(progress.done, f"{progress.files_done}/{progress.files} files")
 
     def clear(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
+        if self.line is not None:
+            self.line.finish()
+            self.line = None

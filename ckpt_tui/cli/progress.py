@@ -1,4 +1,5 @@
-"""One updating line on the terminal while a bulk change runs: done/total, rate, time left.
+"""One updating line on the terminal while a bulk change or a download runs: done/total, rate,
+time left.
 
 Written to stderr only when stderr is a terminal (and not under --json), so a pipe or a log
 file gets the outcome lines and nothing else. Updates are at most `INTERVAL` seconds apart
@@ -25,8 +26,16 @@ def duration(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
+def count(number: int) -> str:
+    return f"{number:,}"
+
+
 class ProgressLine:
-    """`update(done)` after each item; `finish()` clears the line."""
+    """`update(done)` after each item; `finish()` clears the line.
+
+    `amount` says how a number of items is shown (a count; bytes for a download), `already`
+    is what was done before this run began (a resumed download's bytes: not in the rate), and
+    `update`'s `note` is shown after the time left (e.g. "3/8 files")."""
 
     def __init__(
         self,
@@ -34,14 +43,18 @@ class ProgressLine:
         total: int,
         stream: TextIO,
         clock: Callable[[], float] = time.monotonic,
+        amount: Callable[[int], str] = count,
+        already: int = 0,
     ) -> None:
         self.verb, self.total, self.stream, self.clock = verb, total, stream, clock
+        self.amount, self.already = amount, already
         self.started = clock()
         self.shown_at: float | None = None
-        self.done = 0
+        self.done = already
+        self.note = ""
 
-    def update(self, done: int) -> None:
-        self.done = done
+    def update(self, done: int, note: str = "") -> None:
+        self.done, self.note = done, note
         now = self.clock()
         if done < self.total and self.shown_at is not None and now - self.shown_at < INTERVAL:
             return
@@ -51,13 +64,13 @@ class ProgressLine:
 
     def text(self, now: float) -> str:
         """'Deleting 250/1,000 · 480/s · 2s left'."""
-        line = f"{self.verb} {self.done:,}/{self.total:,}"
-        elapsed = now - self.started
-        if self.done == 0 or elapsed <= 0:
-            return line
-        rate = self.done / elapsed
-        left = (self.total - self.done) / rate
-        return f"{line} · {rate:,.0f}/s · {duration(left)} left"
+        line = f"{self.verb} {self.amount(self.done)}/{self.amount(self.total)}"
+        elapsed, gained = now - self.started, self.done - self.already
+        if gained > 0 and elapsed > 0:
+            rate = gained / elapsed
+            left = (self.total - self.done) / rate
+            line = f"{line} · {self.amount(int(rate))}/s · {duration(left)} left"
+        return f"{line} · {self.note}" if self.note else line
 
     def finish(self) -> None:
         if self.shown_at is not None:
