@@ -7,8 +7,8 @@ at its own pace. Every attempt of a change takes a slot; the limit on slots
 - grows while latency holds: after a round (as many answers as the limit), if the round's
   median latency is within `SLOWER` times the fastest seen (plus `SLACK`), doubling until the
   first sign of trouble, then one more slot per round;
-- after a round whose latency did not hold: stays while the round's rate (in flight over
-  median latency) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
+- after a round whose latency did not hold: stays while the round's rate (its answers over
+  the time it took) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
   higher limit raised it by `RATE_RISES`, so a backend that gets more done with more at once
   is not held back by a busy machine's noise; else falls by a quarter (the backend slowed
   down, or more in flight only queued);
@@ -77,6 +77,7 @@ class Pace:
     _fastest: float | None = None
     _rates: list[float] = field(default_factory=list)
     _last_limit: int = 0
+    _round_started: float = 0.0
     _latencies: list[float] = field(default_factory=list)
     _round: int = 0
     _growing_fast: bool = True
@@ -88,6 +89,7 @@ class Pace:
         if self.ceiling < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {self.ceiling}")
         self.limit = self.limit or min(START, self.ceiling)
+        self._round_started = self.clock()
 
     @property
     def condition(self) -> asyncio.Condition:
@@ -160,8 +162,8 @@ class Pace:
         if len(self._latencies) < self.limit:
             return
         median = statistics.median(self._latencies)
-        # Little's law: what this round got done per second, at this many in flight
-        rate = self.limit / max(median, QUICKEST)
+        # what this round got done per second: its answers over the time it took
+        rate = len(self._latencies) / max(self.clock() - self._round_started, QUICKEST)
         # the reference: the median of the last few rounds' rates (one lucky round is no bar)
         best = statistics.median(self._rates) if self._rates else None
         self._rates = [*self._rates[-(RATE_ROUNDS - 1) :], rate]
@@ -188,6 +190,7 @@ class Pace:
         """A new limit starts a new round (the latencies of the old one no longer apply)."""
         self._latencies.clear()
         self._round += 1
+        self._round_started = self.clock()
         if limit != self.limit:
             self.history.append((limit, why))
         self.limit = limit
