@@ -10,7 +10,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ckpt_tui.store import trash
@@ -38,6 +38,7 @@ class Deleter:
         self._watcher = watcher
         self._spares = trash.SpareSlots(layout)
         self._pool: ThreadPoolExecutor | None = None
+        self._purging: set[Future[None]] = set()
         self._pool_lock = threading.Lock()
 
     def close(self) -> None:
@@ -89,7 +90,8 @@ class Deleter:
         doing = f"deleting {entry.tinker_path}"
         with storage_errors(doing):
             spare = self._spares.take()
-            slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path, spare)
+            trash_fd = self._spares.trash_fd()
+            slot = trash.prepare(self._layout, run_id, checkpoint_id, entry.path, spare, trash_fd)
         self._step("prepare")
         self._move(entry, slot, doing)
         self._step("move")
@@ -104,8 +106,21 @@ class Deleter:
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(PURGERS, thread_name_prefix="ckpt-tui-purge")
-            for entry, slot in deleted:
-                self._pool.submit(self.purge, entry, slot).add_done_callback(_log_failure)
+            purges = [self._pool.submit(self.purge, entry, slot) for entry, slot in deleted]
+            self._purging.update(purges)
+        for purge in purges:  # outside the lock: a purge already done calls back at once
+            purge.add_done_callback(self._purged)
+
+    def wait_for_purges(self) -> None:
+        """Wait until the files of every delete committed so far are removed."""
+        with self._pool_lock:
+            purging = list(self._purging)
+        wait(purging)
+
+    def _purged(self, purge: Future[None]) -> None:
+        with self._pool_lock:
+            self._purging.discard(purge)
+        _log_failure(purge)
 
     def purge(self, entry: CheckpointEntry, slot: Path) -> None:
         """Step 4: empty the slot of a committed delete and keep it for the next. It touches
@@ -113,7 +128,7 @@ class Deleter:
         its time on (each `rmdir` waits for the file system's journal), and purges done
         outside the lock no longer hold up the deletes behind them."""
         try:
-            trash.empty(self._layout, slot)
+            trash.empty(self._layout, slot, self._spares.trash_fd())
             self._spares.give_back(slot)
         except (OSError, StoreError) as exc:
             logger.warning(
@@ -128,7 +143,7 @@ class Deleter:
         """Step 2, or the slot removed again and an error saying why."""
         run_id, checkpoint_id = entry.key
         try:
-            trash.move(self._layout, entry.path, slot)
+            trash.move(self._layout, entry.path, slot, self._spares.trash_fd())
         except FileNotFoundError:
             trash.purge(self._layout, slot)
             self._watcher.rescan_run(run_id)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from ckpt_tui.store.discover.known import Finding
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
 from ckpt_tui.store.meta import Key, MetaDB, Row
 from ckpt_tui.store.scan import RunScan
@@ -86,6 +87,18 @@ class Ledger:
             if not is_storage_failure(exc):
                 raise
             logger.warning("the scan's metadata was not saved (kept in memory): %s", exc)
+
+    def keep_found(self, learned: Mapping[str, Finding], gone: Iterable[str]) -> None:
+        """Write what discovery read from files (see `discover.known`); on a full disk it is
+        only read again at the next open."""
+        if not learned and not gone:
+            return
+        try:
+            self.meta.keep_found(learned, gone)
+        except sqlite3.Error as exc:
+            if not is_storage_failure(exc):
+                raise
+            logger.warning("what discovery read was not saved (read again next time): %s", exc)
 
     # --- changes made through the store -----------------------------------------------------
     def add_run(self, run: RunEntry) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS store (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS found (
+    path TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    finding BLOB NOT NULL
 ) WITHOUT ROWID;
 """
 _COLUMNS = (
@@ -196,6 +201,20 @@ class MetaDB:
                 f"SELECT {_COLUMNS} FROM checkpoints WHERE run_id = ?", (run_id,)
             )
         return [_row(values) for values in cursor]
+
+    def found(self) -> dict[str, tuple[str, bytes]]:
+        """What discovery found in files' contents, by path (`discover.known`)."""
+        rows = self._conn.execute("SELECT path, key, finding FROM found")
+        return {path: (key, bytes(finding)) for path, key, finding in rows}
+
+    def keep_found(self, learned: Mapping[str, tuple[str, bytes]], gone: Iterable[str]) -> None:
+        """One transaction: keep new findings, forget those of paths no longer found."""
+        with self._conn:
+            self._run_each(
+                "INSERT OR REPLACE INTO found (path, key, finding) VALUES (?, ?, ?)",
+                [(path, key, finding) for path, (key, finding) in learned.items()],
+            )
+            self._run_each("DELETE FROM found WHERE path = ?", [(path,) for path in gone])
 
     def run_changes(self) -> dict[str, int]:
         """run_id -> time of the last change made through the store."""

@@ -16,15 +16,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckpt_tui.store.discover import FoundCheckpoint, FoundRun
+from ckpt_tui.store.discover import FoundCheckpoint, FoundRun, Known
+from ckpt_tui.store.discover.known import stat_key
 from ckpt_tui.store.discover.runs import mark_flags
 from ckpt_tui.store.discover.weights import folder_weights
 from ckpt_tui.store.files import list_dir
 from ckpt_tui.store.index import CheckpointEntry, RunEntry
-from ckpt_tui.store.layout import SEGMENTS, Layout, is_real_dir, mtime_ns, run_signature
+from ckpt_tui.store.layout import (
+    RUN_JSON,
+    SEGMENTS,
+    Layout,
+    is_real_dir,
+    mtime_ns,
+    run_signature,
+)
 from ckpt_tui.store.meta import Key, Row
 from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id
-from ckpt_tui.store.runinfo import read_run_info
+from ckpt_tui.store.runinfo import RunInfo, read_run_info
 from ckpt_tui.store.settle import (
     FilesLook,
     Settling,
@@ -105,14 +113,28 @@ def list_checkpoint_folders(run_dir: Path, unread: Unread) -> dict[str, str]:
 
 
 def scan_run(
-    layout: Layout, run_id: str, rows: list[Row], settling: Settling, last_change_us: int = 0
+    layout: Layout,
+    run_id: str,
+    rows: list[Row],
+    settling: Settling,
+    last_change_us: int = 0,
+    known: Known | None = None,
 ) -> RunScan | None:
-    """Read one run folder; None if it is gone (or no longer a real folder)."""
+    """Read one run folder; None if it is gone (or no longer a real folder). `known`: what
+    was read before from files still unchanged (run.json), not read again."""
     run_dir = layout.run_dir(run_id)
     signature = run_signature(run_dir)  # before listing, so a change during it is seen later
     if signature[0] is None or not is_real_dir(run_dir):
         return None
-    info = read_run_info(run_dir, ns_to_us(signature[0]))
+    created_us = ns_to_us(signature[0])
+    run_json = os.path.join(run_dir, RUN_JSON)
+    info = (known or Known()).recall(
+        run_json,
+        stat_key("run.json", run_json),
+        lambda: read_run_info(run_dir, created_us),
+        RunInfo,
+        lambda info: not info.corrupted,
+    )
     result = RunScan(RunEntry(run_id, run_dir, info, signature, last_change_us))
     if _same_device(layout.root, run_dir):
         folders = list_checkpoint_folders(run_dir, result.unread)

@@ -54,6 +54,8 @@ class FilesLook:
     unread: str | None = None
     """The first folder or file inside that could not be read, and why: the size and the
     fingerprint may miss files (a failed read is a problem, never an absence)."""
+    top_mtime_ns: int = 0
+    """The mtime of the folder (or file) itself."""
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,16 @@ def look_at(path: str, top: os.stat_result | None = None) -> FilesLook:
         size = top.st_size if stat.S_ISREG(top.st_mode) else 0
         digest.update(f"{size}:{top.st_mtime_ns}:{top.st_ino}".encode())
         temp = _temp(os.path.basename(path))
-        return FilesLook(size, _fingerprint(digest), top.st_mtime_ns, temp)
+        return FilesLook(size, _fingerprint(digest), top.st_mtime_ns, temp, None, top.st_mtime_ns)
     walk = _Walk(digest, top)
     stack = [(os.fspath(path), "")]
     while stack:
         folder, rel = stack.pop()
         walk.folder(folder, rel, stack)
     fingerprint = _fingerprint(digest)
-    return FilesLook(walk.size, fingerprint, walk.newest_ns, walk.temp_name, walk.unread)
+    return FilesLook(
+        walk.size, fingerprint, walk.newest_ns, walk.temp_name, walk.unread, top.st_mtime_ns
+    )
 
 
 def _fingerprint(digest: hashlib.blake2b) -> str:

@@ -363,6 +363,11 @@ class Store:
         self._deleter.purge_later(deleted)
         return failures
 
+    def wait_for_purges(self) -> None:
+        """Wait until the files of every delete answered so far (`delete_checkpoints`) are
+        gone from the trash too."""
+        self._deleter.wait_for_purges()
+
     def _stage_delete(
         self, run_id: str, checkpoint_id: str, recheck: bool = True
     ) -> tuple[CheckpointEntry, Path]:

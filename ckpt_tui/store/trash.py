@@ -80,6 +80,17 @@ class SpareSlots:
         self._free: list[Path] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._trash_fd: int | None = None
+
+    def trash_fd(self) -> int | None:
+        """A descriptor of `trash/`, opened once (from the root down, no link followed) and
+        kept until `close`, so a slot is opened with one call rather than one per folder
+        from the root (a delete opens its slot three times). None once closed."""
+        with self._lock:
+            if self._trash_fd is None and not self._closed:
+                with opened_dir(self._layout, [], create=[META_DIR, TRASH_DIR]) as trash:
+                    self._trash_fd = os.dup(trash)
+            return self._trash_fd
 
     def take(self) -> Path | None:
         with self._lock:
@@ -97,6 +108,9 @@ class SpareSlots:
         with self._lock:
             self._closed = True
             spare, self._free = self._free, []
+            if self._trash_fd is not None:
+                os.close(self._trash_fd)
+                self._trash_fd = None
         for slot in spare:
             with suppress(OSError, StoreError):
                 purge(self._layout, slot)
@@ -108,6 +122,7 @@ def prepare(
     checkpoint_id: str,
     location: Path | None = None,
     spare: Path | None = None,
+    trash_fd: int | None = None,
 ) -> Path:
     """Step 1: a slot (`spare`, an empty one, or a new one) that records which checkpoint it
     is for, and where its files are."""
@@ -116,7 +131,7 @@ def prepare(
     if location is not None:  # relative to the root (`parts_inside`: cheaper than relpath)
         origin["location"] = "/".join(parts_inside(layout, location))
     try:
-        with opened_dir(layout, parts_inside(layout, slot)) as folder:
+        with _slot_dir(layout, slot, trash_fd) as folder:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             with os.fdopen(os.open(ORIGIN, flags, 0o644, dir_fd=folder), "w") as out:
                 out.write(json.dumps(origin))
@@ -126,7 +141,7 @@ def prepare(
     return slot
 
 
-def move(layout: Layout, path: Path, slot: Path) -> None:
+def move(layout: Layout, path: Path, slot: Path, trash_fd: int | None = None) -> None:
     """Step 2: rename the checkpoint's folder (or file) into the slot.
 
     Refused for a link, for anything outside the store, for the root and for the store's own
@@ -137,10 +152,7 @@ def move(layout: Layout, path: Path, slot: Path) -> None:
     if parts[0] == META_DIR:
         raise StoreError(f"refusing to delete {path}: it holds the store itself")
     name = parts[-1]
-    with (
-        opened_dir(layout, parts[:-1]) as parent,
-        opened_dir(layout, parts_inside(layout, slot)) as into,
-    ):
+    with opened_dir(layout, parts[:-1]) as parent, _slot_dir(layout, slot, trash_fd) as into:
         if _is_link(name, parent):
             raise StoreError(f"refusing to touch {path}: it is a symbolic link, not a folder")
         os.rename(name, FILES, src_dir_fd=parent, dst_dir_fd=into)
@@ -173,11 +185,26 @@ def purge(layout: Layout, path: Path) -> None:
         return
 
 
-def empty(layout: Layout, slot: Path) -> None:
+def empty(layout: Layout, slot: Path, trash_fd: int | None = None) -> None:
     """Step 4 keeping the slot: remove what is in it (`ORIGIN` first, see `_names`)."""
-    with opened_dir(layout, parts_inside(layout, slot)) as folder:
+    with _slot_dir(layout, slot, trash_fd) as folder:
         for name in _names(folder):
             remove_tree(folder, name)
+
+
+@contextmanager
+def _slot_dir(layout: Layout, slot: Path, trash_fd: int | None) -> Iterator[int]:
+    """A descriptor of `slot`: opened in `trash_fd` (`SpareSlots.trash_fd`) when it is a
+    folder of the trash, else from the root down (`opened_dir`)."""
+    if trash_fd is None or os.path.dirname(slot) != os.fspath(layout.trash):
+        with opened_dir(layout, parts_inside(layout, slot)) as folder:
+            yield folder
+        return
+    folder = _open_child(trash_fd, os.path.basename(slot), layout.trash)
+    try:
+        yield folder
+    finally:
+        os.close(folder)
 
 
 def parts_inside(layout: Layout, path: Path | str) -> list[str]:

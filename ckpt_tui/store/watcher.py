@@ -16,15 +16,18 @@ they can be read (a `chmod` changes no mtime).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from ckpt_tui.store.discover import (
     Discovery,
+    Finding,
     FoundRun,
+    Known,
     Reading,
     discover,
     examine_run,
@@ -75,6 +78,9 @@ class Watcher:
         self._last_check = time.monotonic()
         self._walk = Reading()
         """What the last walk could not read, and the separate stores it left alone."""
+        self._found: Mapping[str, Finding] = {}
+        """What discovery found in files' contents (`discover.known`), replaced, never
+        changed in place (scans read it without the lock)."""
         self._run_unread: dict[str, Unread] = {}
         """What the last scan of a run (tinker or discovered) could not read: only the runs
         with something unread, so that a list answer's look at it costs nothing."""
@@ -134,9 +140,12 @@ class Watcher:
         scans: list[RunScan] = []
         stale: list[Key] = []
         settling = self._settling()
+        self._found = meta.found()
+        known = Known(self._found)
         for run_id in list_run_ids(self._layout):
             rows = rows_by_run.pop(run_id, [])
-            scan = scan_run(self._layout, run_id, rows, settling, changes.get(run_id, 0))
+            change = changes.get(run_id, 0)
+            scan = scan_run(self._layout, run_id, rows, settling, change, known)
             if scan is None:
                 stale.extend(row_keys(rows))
             else:
@@ -144,7 +153,7 @@ class Watcher:
                 stale.extend(scan.stale_keys)
                 self._set_unread(run_id, scan.unread)
         tinker_ids = {scan.run.run_id for scan in scans}
-        found = discover(self._layout.root, reserved=tinker_ids)
+        found = discover(self._layout.root, reserved=tinker_ids, known=known)
         self._discovery_watch = found.watch
         self._walk = found.reading
         for run in found.runs:
@@ -159,18 +168,22 @@ class Watcher:
         scanned = {scan.run.run_id for scan in scans} | rows_by_run.keys()
         gone_runs = [run_id for run_id in changes if run_id not in scanned]
         self._ledger.load(scans, stale, gone_runs)
+        self._keep_found(known, whole=True, with_runs=True)
 
     def rescan_run(self, run_id: str) -> None:
         """Bring one run in line with its folder (or forget it if the folder is gone)."""
         old = self._ledger.index.runs.get(run_id)
         if old is not None and old.rel is not None:
-            reading = Reading.of(self._layout.root)
-            found = examine_run(self._layout.root, old.rel, run_id, reading)
+            reading, known = Reading.of(self._layout.root), Known(self._found)
+            found = examine_run(self._layout.root, old.rel, run_id, reading, known)
             self._put_found(run_id, found, reading.unread)
+            self._keep_found(known, whole=False)
             return
         rows = self._ledger.meta.rows(run_id)
         last_change = 0 if old is None else old.last_change_us
-        scan = scan_run(self._layout, run_id, rows, self._settling(), last_change)
+        known = Known(self._found)
+        scan = scan_run(self._layout, run_id, rows, self._settling(), last_change, known)
+        self._keep_found(known, whole=False)
         self._set_unread(run_id, {} if scan is None else scan.unread)
         self._ledger.put_scan(run_id, rows, scan)
 
@@ -190,6 +203,22 @@ class Watcher:
             scan = _kept_run(old, rows, unread)
         self._ledger.put_scan(run_id, rows, scan)
 
+    def _keep_found(self, known: Known, whole: bool, with_runs: bool = False) -> None:
+        """Keep what was found in files' contents. After a whole walk (`whole`), the findings
+        of paths it did not meet are forgotten: outside `runs/` only, or everywhere after a
+        scan of every run too (`with_runs`: the run.json files)."""
+        runs = os.fspath(self._layout.runs) + os.sep
+        if whole:
+            kept = {p: f for p, f in self._found.items() if p.startswith(runs) and not with_runs}
+            found = {**kept, **known.used}
+            gone = [path for path in known.before if path not in found]
+        elif known.learned:
+            found, gone = {**self._found, **known.learned}, []
+        else:
+            return
+        self._found = found
+        self._ledger.keep_found(known.learned, gone)
+
     def _settling(self) -> Settling:
         return Settling(self._ledger.now_us(), round(self.settle_seconds * 1_000_000))
 
@@ -198,6 +227,7 @@ class Watcher:
         (their own signature makes the next check read them again)."""
         self._discovery_watch = discovery.watch
         self._walk = discovery.reading
+        self._keep_found(discovery.known, whole=True)
         found = {run.run_id: run for run in discovery.runs}
         for run_id in sorted(set(self._ledger.discovered_ids()) | found.keys()):
             if run_id not in skip:
@@ -236,6 +266,7 @@ class Watcher:
         """Take in what a scan read without the lock, except for the runs in `skip`."""
         if read.discovery is not None:
             self._put_discovery(read.discovery, skip)
+        self._keep_found(read.known, whole=False)
         for run_id, found in read.runs.items():
             if run_id not in skip:
                 self._put_found(run_id, found, read.reading.unread)
@@ -248,13 +279,13 @@ class Watcher:
         self._notice_tinker_changes()
         seen = self._ledger.changes.copy()
         if self._walk_again():
-            return _ScanPlan(seen, self._ledger.tinker_ids(), rediscover=True)
+            return _ScanPlan(seen, self._ledger.tinker_ids(), self._found, rediscover=True)
         changed = {
             run.run_id: run.rel
             for run in self._ledger.index.runs.values()
             if run.rel is not None and self._is_stale(run)
         }
-        return _ScanPlan(seen, set(), changed=changed)
+        return _ScanPlan(seen, set(), self._found, changed=changed)
 
     def notice_changes(self, force: bool = False) -> None:
         """Rescan the runs whose folders changed; at most every `recheck_interval` unless forced."""
@@ -263,7 +294,8 @@ class Watcher:
         self._notice_tinker_changes()
         if self._walk_again():
             tinker_ids = self._ledger.tinker_ids()
-            self._put_discovery(discover(self._layout.root, reserved=tinker_ids))
+            known = Known(self._found)
+            self._put_discovery(discover(self._layout.root, reserved=tinker_ids, known=known))
         for run in list(self._ledger.index.runs.values()):
             if run.rel is not None and self._is_stale(run):
                 self.rescan_run(run.run_id)
@@ -318,17 +350,19 @@ class _ScanPlan:
     seen: Counter[str]
     """The ledger's changes per run when the plan was made."""
     tinker_ids: set[str]
+    found: Mapping[str, Finding]
+    """What discovery found in files' contents before (not read again while unchanged)."""
     rediscover: bool = False
     changed: dict[str, str] = field(default_factory=dict)
     """run_id -> its folder (relative to the root)."""
 
     def read(self, layout: Layout) -> _ScanRead:
-        root = layout.root
+        root, known = layout.root, Known(self.found)
         if self.rediscover:
-            return _ScanRead(discover(root, reserved=self.tinker_ids))
+            return _ScanRead(discover(root, reserved=self.tinker_ids, known=known))
         reading = Reading.of(root)
-        runs = {i: examine_run(root, rel, i, reading) for i, rel in self.changed.items()}
-        return _ScanRead(None, runs, reading)
+        runs = {i: examine_run(root, rel, i, reading, known) for i, rel in self.changed.items()}
+        return _ScanRead(None, runs, reading, known)
 
 
 @dataclass
@@ -336,3 +370,5 @@ class _ScanRead:
     discovery: Discovery | None
     runs: dict[str, FoundRun | None] = field(default_factory=dict)
     reading: Reading = field(default_factory=Reading)
+    known: Known = field(default_factory=Known)
+    """What reading `runs` found in files' contents (a whole walk's is its discovery's)."""

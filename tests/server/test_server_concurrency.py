@@ -19,6 +19,7 @@ async def test_twenty_concurrent_deletes(server_url: str, store: Store) -> None:
         answers = await asyncio.gather(*(client.delete(URL) for _ in range(20)))
     assert Counter(a.status_code for a in answers) == {204: 1, 404: 19}
     assert [c.checkpoint_id for c in store.list_run_checkpoints("run-000")] == ["weights/0001"]
+    store.wait_for_purges()  # a delete answers once committed; its files go right after
     assert len(list(store.root.rglob("adapter.bin"))) == 1  # the files went too
 
 

@@ -49,7 +49,9 @@ def seeded(root: Path, clock: FixedClock) -> Store:
 
 def state(store: Store) -> State:
     """What the store lists (id, public, expiry), the files under runs/, and what the trash
-    holds (an emptied slot kept for the next delete holds nothing: `trash.SpareSlots`)."""
+    holds once the deletes answered have removed their files (an emptied slot kept for the
+    next delete holds nothing: `trash.SpareSlots`)."""
+    store.wait_for_purges()
     listed = [
         (c.checkpoint_id, c.public, None if c.expires_at is None else c.expires_at.isoformat())
         for c in store.list_run_checkpoints("run-000")

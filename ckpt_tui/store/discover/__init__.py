@@ -7,14 +7,17 @@ folder) of checkpoints (a child folder or file). Only headers are read; pickles 
 opcode by opcode and never loaded (`pickle_scan`).
 """
 
+from ckpt_tui.store.discover.known import Finding, Known
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import run_id_for
 from ckpt_tui.store.discover.walk import Discovery, Reading, discover, examine_run, watch_changed
 
 __all__ = [
     "Discovery",
+    "Finding",
     "FoundCheckpoint",
     "FoundRun",
+    "Known",
     "Reading",
     "discover",
     "examine_run",

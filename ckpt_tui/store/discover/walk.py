@@ -12,12 +12,14 @@ folder was added or removed somewhere, and the walk runs again.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loose, pretrained
+from ckpt_tui.store.discover.known import Known, stat_key
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
 from ckpt_tui.store.discover.runs import build_run, run_id_for
 from ckpt_tui.store.files import DIR, FILE, list_dir, lstat_or_none
@@ -57,11 +59,19 @@ class Discovery:
     runs: list[FoundRun] = field(default_factory=list)
     watch: dict[str, int | None] = field(default_factory=dict)
     reading: Reading = field(default_factory=Reading)
+    known: Known = field(default_factory=Known)
+    """What the walk found in files' contents, or recalled instead of reading them."""
 
 
-def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DEPTH) -> Discovery:
-    """Every run under `root`; `reserved` are ids already taken (the tinker-layout runs)."""
-    result = Discovery(reading=Reading.of(root))
+def discover(
+    root: Path,
+    reserved: Collection[str] = (),
+    max_depth: int = MAX_DEPTH,
+    known: Known | None = None,
+) -> Discovery:
+    """Every run under `root`; `reserved` are ids already taken (the tinker-layout runs);
+    `known`: what earlier walks found in files still unchanged (not read again)."""
+    result = Discovery(reading=Reading.of(root), known=known or Known())
     stack: list[tuple[str, str, int]] = [(os.fspath(root), "", 0)]
     while stack:
         path, rel, depth = stack.pop()
@@ -71,7 +81,9 @@ def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DE
         except OSError as exc:
             result.reading.failed(path, exc)  # unknown, not empty
             continue
-        found, subdirs, extra = examine_listing(path, listing, result.reading, depth == 0)
+        found, subdirs, extra = examine_listing(
+            path, listing, result.reading, depth == 0, result.known
+        )
         if found:
             result.runs.append(build_run(run_id_for(rel, reserved), rel, path, found, extra))
         if depth < max_depth:
@@ -80,7 +92,9 @@ def discover(root: Path, reserved: Collection[str] = (), max_depth: int = MAX_DE
     return result
 
 
-def examine_run(root: Path, rel: str, run_id: str, reading: Reading) -> FoundRun | None:
+def examine_run(
+    root: Path, rel: str, run_id: str, reading: Reading, known: Known | None = None
+) -> FoundRun | None:
     """One run folder again (after it changed); None when it holds no checkpoint any more,
     or could not be read (then `reading.unread` says so)."""
     path = os.path.join(os.fspath(root), rel) if rel else os.fspath(root)
@@ -89,7 +103,7 @@ def examine_run(root: Path, rel: str, run_id: str, reading: Reading) -> FoundRun
     except OSError as exc:
         reading.failed(path, exc)
         return None
-    found, _, extra = examine_listing(path, listing, reading, not rel)
+    found, _, extra = examine_listing(path, listing, reading, not rel, known)
     return build_run(run_id, rel, path, found, extra) if found else None
 
 
@@ -107,69 +121,110 @@ def _mtime(path: str) -> int | None:
 
 
 def examine_listing(
-    path: str, listing: dict[str, str], reading: Reading, at_root: bool = False
+    path: str,
+    listing: dict[str, str],
+    reading: Reading,
+    at_root: bool = False,
+    known: Known | None = None,
 ) -> tuple[list[FoundCheckpoint], list[str], list[str]]:
     """(checkpoints among the children, folders to descend into, extra files to watch)."""
+    known = known or Known()
     checkpoints: list[FoundCheckpoint] = []
     subdirs: list[str] = []
     extra: list[str] = []
     tag = None
     if any(deepspeed.match(n) for n, kind in listing.items() if kind == DIR):
+        latest = os.path.join(path, deepspeed.LATEST)
+        key = stat_key("latest", latest) if listing.get(deepspeed.LATEST) == FILE else None
         try:
-            tag = deepspeed.latest_tag(path, listing)
+            tag = known.tag(latest, key, lambda: deepspeed.latest_tag(path, listing))
         except OSError as exc:
-            reading.failed(os.path.join(path, deepspeed.LATEST), exc)
+            reading.failed(latest, exc)
             tag = deepspeed.UNREAD_TAG  # unknown is no sign of a save in progress
-        extra.append(os.path.join(path, deepspeed.LATEST))
+        extra.append(latest)
     for name, kind in sorted(listing.items()):
         child = os.path.join(path, name)
         if kind == FILE:
-            found = loose.examine(child, name) if loose.is_candidate(name) else None
+            if not loose.is_candidate(name):
+                continue
+            look = _look(child)
+            examine = functools.partial(loose.examine, child, name)
+            found = known.checkpoint(child, _key("loose", look), examine)
         elif _skipped(name, at_root):
             continue
         else:
-            found, descend = _examine_dir(child, name, tag, reading)
+            found, look, descend = _examine_dir(child, name, tag, reading, known)
             if descend:
                 subdirs.append(name)
         if found is not None:
-            checkpoints.append(_located(found, child, reading))
+            checkpoints.append(_located(found, child, reading, look))
     return checkpoints, subdirs, extra
 
 
 def _examine_dir(
-    path: str, name: str, tag: str | None, reading: Reading
-) -> tuple[FoundCheckpoint | None, bool]:
-    """(the checkpoint this folder is, or None and whether to look inside it)."""
+    path: str, name: str, tag: str | None, reading: Reading, known: Known
+) -> tuple[FoundCheckpoint | None, FilesLook | None, bool]:
+    """(the checkpoint this folder is, or None and whether to look inside it; the look at
+    its files)."""
     try:
         if reading.device is not None and os.lstat(path).st_dev != reading.device:
             reading.unread[path] = OTHER_DEVICE  # a mount point: reading it may hang or hold
-            return None, False  # another store's checkpoints, which the trash cannot reach
+            return None, None, False  # another store's checkpoints, which the trash cannot reach
         listing = list_dir(path)
     except OSError as exc:
         reading.failed(path, exc)
-        return None, False
+        return None, None, False
     if listing.get(META_DIR) == DIR:
         reading.stores.append(path)  # another store's own: its metadata is not ours to see
-        return None, False
+        return None, None, False
+    kind, examine = _examiner(path, name, listing, tag)
+    if examine is None:
+        return None, None, True
+    look = _look(path)
+    return known.checkpoint(path, _key(kind, look), examine), look, False
+
+
+Examine = Callable[[], FoundCheckpoint | None]
+
+
+def _examiner(
+    path: str, name: str, listing: dict[str, str], tag: str | None
+) -> tuple[str, Examine | None]:
+    """Which layout the folder is (a name for the key of its finding) and how to read it."""
     if hf_trainer.match(name):
-        return hf_trainer.examine(path, name, listing), False
+        return "hf_trainer", lambda: hf_trainer.examine(path, name, listing)
     if deepspeed.match(name):
-        return deepspeed.examine(path, name, listing, tag), False
+        return f"deepspeed:{tag}", lambda: deepspeed.examine(path, name, listing, tag)
     if accelerate.match(name, listing):
-        return accelerate.examine(path, name, listing), False
+        return "accelerate", lambda: accelerate.examine(path, name, listing)
     if dcp.match(listing):
-        return dcp.examine(path, name, listing), False
+        return "dcp", lambda: dcp.examine(path, name, listing)
     trainer_output = any(hf_trainer.match(n) for n, kind in listing.items() if kind == DIR)
     if pretrained.is_pretrained(listing) and not trainer_output:
-        return pretrained.examine(path, name, listing), False
-    return None, True
+        return "pretrained", lambda: pretrained.examine(path, name, listing)
+    return "", None
 
 
-def _located(found: FoundCheckpoint, path: str, reading: Reading) -> FoundCheckpoint:
-    found.location = path
+def _look(path: str) -> FilesLook | None:
     st = lstat_or_none(path)
-    found.mtime_ns = st.st_mtime_ns if st else 0
-    found.look = look_at(path, st) if st else FilesLook(0, "", 0, unread="it cannot be read")
+    return None if st is None else look_at(path, st)
+
+
+def _key(kind: str, look: FilesLook | None) -> str | None:
+    """The key of a finding from files as `look` saw them; None if they could not all be
+    looked at (then what is read is not kept)."""
+    if look is None or look.unread is not None or not look.fingerprint:
+        return None
+    return f"{kind}:{look.fingerprint}"
+
+
+def _located(
+    found: FoundCheckpoint, path: str, reading: Reading, look: FilesLook | None
+) -> FoundCheckpoint:
+    """`found` at `path`, with its files as `look` saw them (before it was examined)."""
+    found.location = path
+    found.mtime_ns = look.top_mtime_ns if look else 0
+    found.look = look or FilesLook(0, "", 0, unread="it cannot be read")
     found.size = found.look.size
     unread = found.look.unread or found.unread  # a folder or a file it depends on
     if unread is not None:
