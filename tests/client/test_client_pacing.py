@@ -91,7 +91,6 @@ async def test_429_with_retry_after_halves_the_pace_pauses_it_and_every_item_get
         assert not run.done()
         assert sent_while_paused < len(many)
         assert pace.history[:2] == [(START // 2, "429"), (START // 2, "pause 2s")]
-        assert faulty.in_flight == 0
         sleeps.release.set()
         outcomes = await run
     # what the server saw: START at once before the 429s, at most half as many after the pause
