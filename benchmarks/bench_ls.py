@@ -89,11 +89,15 @@ class LatencyProxy:
         except OSError:
             client_w.close()
             return
-        await asyncio.gather(
-            self._pipe(client_r, server_w, self.latency),
-            self._pipe(server_r, client_w, 0.0),
-            return_exceptions=True,
-        )
+        try:
+            await asyncio.gather(
+                self._pipe(client_r, server_w, self.latency),
+                self._pipe(server_r, client_w, 0.0),
+                return_exceptions=True,
+            )
+        except asyncio.CancelledError:
+            # closing the proxy: end quietly (asyncio logs a connection task that was cancelled)
+            return
 
     async def _pipe(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.cli import options
 from ckpt_tui.cli.common import Refusal, fail, opened, run_async, setups_for
+from ckpt_tui.cli.progress import TerminalLine
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.download import DOWNLOAD_FAILURES, Progress, Result, download
 from ckpt_tui.client.download.wording import ProgressView, folder_name
@@ -29,7 +29,6 @@ resume an interrupted download where it stopped. A folder that already holds the
 checkpoint is refused without --force; a folder holding anything else is refused.
 The hosted service signs only external_weights checkpoints; `ckpt-tui serve` signs every type.
 """
-REDRAW_SECONDS = 0.2
 
 
 def register(subparsers: Any) -> None:
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     parent = Path(args.output or ".")
     folders = [parent / folder_name(path) for path in paths]
-    show = None if args.json or not sys.stderr.isatty() else ProgressLine(sys.stderr)
+    show = None if args.json or not sys.stderr.isatty() else DownloadLine(sys.stderr)
     outcomes = run_async(_download_all(setups, paths, folders, args.force, show))
     failed = [text for text in outcomes if isinstance(text, str)]
     done = [result for result in outcomes if isinstance(result, Result)]
@@ -96,7 +95,7 @@ async def _download_all(
     paths: list[TinkerPath],
     folders: list[Path],
     force: bool,
-    show: ProgressLine | None,
+    show: DownloadLine | None,
 ) -> list[Result | str]:
     outcomes: list[Result | str] = []
     async with opened(setups) as connections:
@@ -109,7 +108,7 @@ async def _download_all(
 
 
 async def _one(
-    client: CheckpointClient, path: TinkerPath, folder: Path, force: bool, show: ProgressLine | None
+    client: CheckpointClient, path: TinkerPath, folder: Path, force: bool, show: DownloadLine | None
 ) -> Result | str:
     try:
         return await download(
@@ -149,23 +148,21 @@ def _as_json(result: Result) -> dict[str, object]:
     }
 
 
-class ProgressLine:
-    """One line on a terminal, redrawn in place: bytes, rate and time left."""
+class DownloadLine(TerminalLine):
+    """The download's one line on a terminal (prune's, `TerminalLine`): bytes, rate, time
+    left and files, in the words the TUI uses too (`ProgressView`)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.drawn_at = 0.0
+        super().__init__(stream)
         self.view = ProgressView()
 
     def update(self, progress: Progress) -> None:
         self.view.update(progress)
-        now = time.monotonic()
-        if now - self.drawn_at < REDRAW_SECONDS and progress.done < progress.total:
-            return
-        self.drawn_at = now
-        self.stream.write("\r\x1b[K" + self.view.whole_line())
-        self.stream.flush()
+        self.show(self.text, progress.done >= progress.total)
+
+    def text(self) -> str:
+        """'Downloading 1.2 GiB / 2.0 GiB · 45.0 MiB/s · 18s left · 3/8 files'."""
+        return f"Downloading {self.view.whole_line()}"
 
     def clear(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
+        self.finish()

@@ -17,7 +17,30 @@ INTERVAL = 0.1
 CLEAR = "\r\x1b[2K"
 
 
-class ProgressLine:
+class TerminalLine:
+    """One line redrawn in place on a terminal: at most every `INTERVAL` seconds except the
+    last, which always shows; `finish()` clears it. Prune's counts and a download's bytes
+    both draw through it."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.clock = stream, clock
+        self.shown_at: float | None = None
+
+    def show(self, text: Callable[[], str], last: bool) -> None:
+        now = self.clock()
+        if not last and self.shown_at is not None and now - self.shown_at < INTERVAL:
+            return
+        self.shown_at = now
+        self.stream.write(CLEAR + text())
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.shown_at is not None:
+            self.stream.write(CLEAR)
+            self.stream.flush()
+
+
+class ProgressLine(TerminalLine):
     """`update(done)` after each item; `finish()` clears the line."""
 
     def __init__(
@@ -27,9 +50,9 @@ class ProgressLine:
         stream: TextIO,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.verb, self.total, self.stream, self.clock = verb, total, stream, clock
+        super().__init__(stream, clock)
+        self.verb, self.total = verb, total
         self.meter = RateMeter(total, clock)
-        self.shown_at: float | None = None
 
     @property
     def done(self) -> int:
@@ -37,21 +60,11 @@ class ProgressLine:
 
     def update(self, done: int) -> None:
         self.meter.update(done)
-        now = self.clock()
-        if done < self.total and self.shown_at is not None and now - self.shown_at < INTERVAL:
-            return
-        self.shown_at = now
-        self.stream.write(CLEAR + self.text())
-        self.stream.flush()
+        self.show(self.text, done >= self.total)
 
     def text(self) -> str:
         """'Deleting 250/1,000 · 480/s · 2s left'."""
         return f"{self.verb} {self.meter.counts()}"
-
-    def finish(self) -> None:
-        if self.shown_at is not None:
-            self.stream.write(CLEAR)
-            self.stream.flush()
 
 
 def progress_line(verb: str, total: int, stream: TextIO, as_json: bool) -> ProgressLine | None:

@@ -7,7 +7,11 @@ at its own pace. Every attempt of a change takes a slot; the limit on slots
 - grows while latency holds: after a round (as many answers as the limit), if the round's
   median latency is within `SLOWER` times the fastest seen (plus `SLACK`), doubling until the
   first sign of trouble, then one more slot per round;
-- falls by a quarter after a round whose latency did not hold (the backend slowed down);
+- after a round whose latency did not hold: stays while the round's rate (its answers over
+  the time it took) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
+  higher limit raised it by `RATE_RISES`, so a backend that gets more done with more at once
+  is not held back by a busy machine's noise; else falls by a quarter (the backend slowed
+  down, or more in flight only queued);
 - halves on 429 or 503 (once per round: the other answers of that round were sent at the
   old limit), and with `Retry-After`, no new attempt starts until that many seconds passed;
 - never exceeds `ceiling` (the config file's `max_in_flight`) nor falls below 1.
@@ -24,13 +28,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-DEFAULT_MAX_IN_FLIGHT = 32
-"""The ceiling when the config file sets none: what the official CLI sends at once."""
+DEFAULT_MAX_IN_FLIGHT = 64
+"""The ceiling when the config file sets none: twice what the official CLI sends at once (32
+threads), so a backend that sustains more gets more; the pace finds how many it does."""
 START = 8
 SLOWER = 2.0
 SLACK = 0.05
 """Seconds a round's median may exceed twice the fastest answer and still count as holding:
 an in-process store answers in a millisecond, where a few ms of scheduling noise is not load."""
+RATE_HOLDS = 0.8
+"""A round whose latency did not hold still keeps its limit while its rate (in flight over
+latency) is at least this share of the median rate of the last `RATE_ROUNDS` rounds."""
+RATE_ROUNDS = 3
+RATE_RISES = 1.1
+"""...and grows by a quarter when a higher limit got a rate this much above theirs."""
+QUICKEST = 0.001
+"""Seconds: a round's median latency counts as at least this (a rate needs a divisor)."""
 MAX_PAUSE = 30.0
 """The longest `Retry-After` pause honoured (as `RetryPolicy.max_retry_after`)."""
 
@@ -62,6 +75,9 @@ class Pace:
     in_flight: int = 0
     history: list[tuple[int, str]] = field(default_factory=list)
     _fastest: float | None = None
+    _rates: list[float] = field(default_factory=list)
+    _last_limit: int = 0
+    _round_started: float = 0.0
     _latencies: list[float] = field(default_factory=list)
     _round: int = 0
     _growing_fast: bool = True
@@ -73,6 +89,7 @@ class Pace:
         if self.ceiling < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {self.ceiling}")
         self.limit = self.limit or min(START, self.ceiling)
+        self._round_started = self.clock()
 
     @property
     def condition(self) -> asyncio.Condition:
@@ -105,7 +122,9 @@ class Pace:
             async with self.condition:
                 self.in_flight -= 1
                 self._learn(taken)
-                self.condition.notify_all()
+                # only as many as may start now: waking every waiter at each answer costs
+                # a wake-up per waiter per answer
+                self.condition.notify(max(0, self.limit - self.in_flight))
 
     def _learn(self, taken: Slot) -> None:
         if taken.status in (429, 503):
@@ -143,9 +162,26 @@ class Pace:
         if len(self._latencies) < self.limit:
             return
         median = statistics.median(self._latencies)
+        # what this round got done per second: its answers over the time it took
+        rate = len(self._latencies) / max(self.clock() - self._round_started, QUICKEST)
+        # the reference: the median of the last few rounds' rates (one lucky round is no bar)
+        best = statistics.median(self._rates) if self._rates else None
+        self._rates = [*self._rates[-(RATE_ROUNDS - 1) :], rate]
+        # more in flight than the round before: did it buy more done per second?
+        grew, self._last_limit = self.limit > self._last_limit, self.limit
         if median <= self._fastest * SLOWER + SLACK:
             grown = self.limit * 2 if self._growing_fast else self.limit + 1
             self._set(min(self.ceiling, grown), "latency holds")
+        elif best is not None and rate >= best * RATE_HOLDS:
+            # Slower answers, but as many or more done per second: a backend that does more
+            # per request when more come at once (or a busy machine's noise), not one
+            # queueing them. Keep the limit; a quarter more while raising it still raises
+            # the rate.
+            self._growing_fast = False
+            if grew and rate > best * RATE_RISES:
+                self._set(min(self.ceiling, self.limit + max(1, self.limit // 4)), "rate rises")
+            else:
+                self._set(self.limit, "rate holds")
         else:
             self._growing_fast = False
             self._set(max(1, self.limit * 3 // 4), "slower")
@@ -154,6 +190,7 @@ class Pace:
         """A new limit starts a new round (the latencies of the old one no longer apply)."""
         self._latencies.clear()
         self._round += 1
+        self._round_started = self.clock()
         if limit != self.limit:
             self.history.append((limit, why))
         self.limit = limit

@@ -194,6 +194,7 @@ def test_one_progress_line_on_a_terminal(tap: FileTap, tmp_path: Path) -> None:
     os.close(controller)
     assert process.returncode == 0
     text = shown.decode()
-    assert "left" in text and "/3 files" in text and "MiB" in text
+    assert text.startswith("\r\x1b[2KDownloading ")  # the progress line prune draws too
+    assert " left · " in text and "/3 files" in text and "MiB" in text
     assert "\n" not in text  # redrawn in place: one line, cleared at the end
     assert b"downloaded" in stdout

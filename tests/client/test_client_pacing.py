@@ -79,7 +79,8 @@ async def until(condition: Callable[[], bool]) -> None:
 async def test_429_with_retry_after_halves_the_pace_pauses_it_and_every_item_gets_done(
     faulty: FaultyApp, store: Store, many: list[str]
 ) -> None:
-    faulty.fail_first(6, status=429, retry_after=2, method="DELETE")
+    faulty.gather(START, method="DELETE")  # the first START are seen at once ...
+    faulty.fail_first(6, status=429, retry_after=2, method="DELETE")  # ... 6 of them refused
     sleeps = GatedSleeps()
     pace = Pace(32, clock=VirtualClock(), sleep=sleeps)
     async with paced_client(faulty, pace, sleeps) as client:
@@ -92,6 +93,10 @@ async def test_429_with_retry_after_halves_the_pace_pauses_it_and_every_item_get
         assert pace.history[:2] == [(START // 2, "429"), (START // 2, "pause 2s")]
         sleeps.release.set()
         outcomes = await run
+    # what the server saw: START at once before the 429s, at most half as many after the pause
+    assert max(faulty.arrivals("DELETE")[:START]) == START
+    after_pause = faulty.arrivals("DELETE")[sent_while_paused : sent_while_paused + START // 2]
+    assert len(after_pause) == START // 2 and max(after_pause) <= START // 2
     assert all(outcome.ok for outcome in outcomes), [o.message for o in outcomes if not o.ok]
     assert remaining(store) == 0
     assert faulty.count("DELETE") == len(many) + 6  # each refused delete was sent once more
@@ -99,21 +104,34 @@ async def test_429_with_retry_after_halves_the_pace_pauses_it_and_every_item_get
 
 
 async def test_a_backend_that_slows_down_midway_gets_fewer_at_once(
-    faulty: FaultyApp, store: Store, many: list[str]
+    faulty: FaultyApp, store: Store
 ) -> None:
+    # enough that some are left for three slower rounds, however far the client got before
+    # the test saw the pace at its ceiling
+    many = [f"tinker://{run}/{cid}" for run, cid in seed_store(store, runs=6, per_run=100)]
     clock = VirtualClock()
-    faulty.slow_after(100, clock, method="DELETE")
     pace = Pace(32, clock=clock)
     async with paced_client(faulty, pace, RecordedSleeps()) as client:
-        outcomes = await delete_all(client, many)
+        run = asyncio.create_task(delete_all(client, many))
+        await until(lambda: pace.limit == 32)  # latency held: up to the ceiling ...
+        faulty.gather(32, method="DELETE")  # ... and the server sees 32 at once
+        await until(lambda: faulty.most_in_flight == 32)
+        faulty.slow_after(faulty.count("DELETE"), clock, method="DELETE")  # now it slows down
+        await until(lambda: pace.limit < 32)
+        since_slower = len(faulty.arrivals("DELETE"))
+        outcomes = await run
     assert all(outcome.ok for outcome in outcomes)
     assert remaining(store) == 0
     grown = [limit for limit, why in pace.history if why == "latency holds"]
-    assert grown == [16, 32]  # while latency held: up to the ceiling
+    assert grown == [16, 32]
     slowed = [limit for limit, why in pace.history if why == "slower"]
-    assert slowed[0] == 24 and len(slowed) >= 3  # then, once it slowed down: a quarter less
-    assert pace.limit < 32
-    assert faulty.most_in_flight <= 32
+    assert slowed[0] == 24 and len(slowed) >= 3  # once it slowed down: a quarter less a round
+    # what the server saw: never more than 24 at once after the first slower round, and the
+    # last requests fewer still
+    assert len(faulty.arrivals("DELETE")) > since_slower
+    assert max(faulty.arrivals("DELETE")[since_slower:]) <= 24
+    assert max(faulty.arrivals("DELETE")[-10:]) <= slowed[2]
+    assert faulty.most_in_flight == 32
 
 
 async def test_the_ceiling_is_never_exceeded(
@@ -151,3 +169,8 @@ async def test_backends_side_by_side_each_keep_their_own_pace(tmp_path: Path) ->
     assert busy_pace.history[0] == (START // 2, "503")
     assert all(why == "latency holds" for _, why in calm_pace.history)
     assert calm_pace.limit == 32
+    assert busy.most_in_flight <= 32 and calm.most_in_flight <= 32
+    # the busy one's first answers were the 503s: the requests that followed them came at
+    # most half the start at once, while the calm one was not held to that
+    after_503 = busy.arrivals("DELETE")[3:]
+    assert max(after_503[: START // 2]) <= START // 2

@@ -9,10 +9,11 @@ benchmarks.
     faulty.delay = 0.05                         # every request waits 50 ms first
     gate = faulty.hold(method="PUT")            # matching requests wait until gate.set()
     gate = faulty.hold(method="DELETE", after=8)  # the first 8 go through, the rest wait
-    faulty.gather(3, method="DELETE")           # the first 3 wait until all 3 are in
+    faulty.gather(3, method="DELETE")           # the next 3 wait until all 3 are in
     faulty.slow_after(100, clock, method="DELETE")  # after 100, each one costs a virtual second
 
-`in_flight` counts the requests being answered now and `most_in_flight` the most at once.
+`in_flight` counts the requests being answered now, `most_in_flight` the most at once, and
+`arrivals(method)` how many were in flight (itself included) as each such request came in.
 
 Rules match on method (None = any) and on a substring of the request path. `requests` logs
 every `(method, path)` seen, so tests can count attempts; `headers` logs each request's headers.
@@ -67,7 +68,8 @@ class FaultyApp:
         self._holds: list[tuple[str | None, int, threading.Event]] = []
         self.in_flight = 0
         self.most_in_flight = 0
-        self._gathering: tuple[str | None, int, asyncio.Event] | None = None
+        self._gathering: tuple[str | None, int, asyncio.Event, int] | None = None
+        self._arrivals: list[tuple[str, int]] = []
         self._slowing: tuple[str | None, int, VirtualClock] | None = None
 
     def fail_first(
@@ -109,14 +111,20 @@ class FaultyApp:
         return gate
 
     def gather(self, count: int, method: str | None = None) -> None:
-        """The first `count` matching requests wait until all `count` are in flight together
+        """The next `count` matching requests wait until all `count` are in flight together
         (so a client that may send `count` at once is seen doing so)."""
-        self._gathering = (method, count, asyncio.Event())
+        self._gathering = (method, count, asyncio.Event(), self.count(method))
 
     def slow_after(self, count: int, clock: VirtualClock, method: str | None = None) -> None:
-        """After `count` matching requests, each one advances `clock` by a second while in
-        flight: the server slows down, in the time a client reading `clock` sees."""
+        """After `count` matching requests in all (from the first), each one advances `clock`
+        by a second while in flight: the server slows down, in the time a client reading
+        `clock` sees."""
         self._slowing = (method, count, clock)
+
+    def arrivals(self, method: str | None = None) -> list[int]:
+        """For each request of `method` (None = any), in order: how many requests were in
+        flight as it came in, itself included."""
+        return [n for m, n in self._arrivals if method is None or m == method]
 
     def count(self, method: str | None = None, path: str = "") -> int:
         """How many requests so far matched `method` (None = any) and contain `path`."""
@@ -131,6 +139,7 @@ class FaultyApp:
         self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self._arrivals.append((method, self.in_flight))
         try:
             await self._answer(scope, receive, send, method, path)
         finally:
@@ -169,8 +178,8 @@ class FaultyApp:
     async def _gather(self, method: str) -> None:
         if self._gathering is None or self._gathering[0] not in (None, method):
             return
-        wanted, arrived = self._gathering[1], self._gathering[2]
-        if self.count(self._gathering[0]) > wanted:
+        wanted, arrived, before = self._gathering[1:]
+        if self.count(self._gathering[0]) - before > wanted:
             return
         if self.in_flight >= wanted:
             arrived.set()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 
-from ckpt_tui.cli.progress import CLEAR, ProgressLine, progress_line
+from ckpt_tui.cli.download import DownloadLine
+from ckpt_tui.cli.progress import CLEAR, ProgressLine, TerminalLine, progress_line
+from ckpt_tui.client.download import Progress
 from ckpt_tui.timekeeping.rate import RateMeter, duration
 
 
@@ -53,3 +55,13 @@ def test_a_meter_counts_speed_from_where_it_started() -> None:
     meter.update(800)
     assert meter.rate == 50.0 and meter.seconds_left == 4.0
     assert meter.counts() == "800/1,000 · 50/s · 4s left"
+
+
+def test_the_download_command_draws_its_progress_on_the_one_progress_line() -> None:
+    out = io.StringIO()
+    shown = DownloadLine(out)
+    assert isinstance(shown, TerminalLine)
+    shown.update(Progress(total=3000, done=1000, fetched=0, files=3, files_done=1))
+    assert out.getvalue().startswith(f"{CLEAR}Downloading ") and "1/3 files" in out.getvalue()
+    shown.clear()
+    assert out.getvalue().endswith(CLEAR)

@@ -1,0 +1,49 @@
+"""The pace's rule for a round whose latency did not hold, round by round on a clock the test
+moves (the servers' side is in tests/client/test_client_pacing.py)."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from ckpt_tui.client.pacing import START, Pace
+
+
+class Ticks:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def one_round(pace: Pace, clock: Ticks, seconds: float) -> None:
+    """As many requests as the limit, sent together, all answered `seconds` later."""
+    async with AsyncExitStack() as stack:
+        for _ in range(pace.limit):
+            slot = await stack.enter_async_context(pace.slot())
+            slot.answered(204)
+        clock.now += seconds
+
+
+def batching(in_flight: int) -> float:
+    """A server whose answers take longer the more come at once, but that gets more done per
+    second with more: 80 ms at 8 in flight, 8 ms more per request beyond."""
+    return 0.08 + 0.008 * (in_flight - START)
+
+
+async def test_slower_answers_that_get_more_done_keep_the_limit() -> None:
+    clock = Ticks()
+    pace = Pace(32, clock=clock)
+    for _ in range(20):
+        await one_round(pace, clock, batching(pace.limit))
+    assert [why for _, why in pace.history] == ["latency holds", "latency holds"]
+    assert pace.limit == 32  # 272 ms at 32 is past twice the fastest (80 ms) plus 50 ms
+
+
+async def test_slower_answers_that_get_less_done_lose_a_quarter() -> None:
+    clock = Ticks()
+    pace = Pace(32, clock=clock)
+    for _ in range(3):  # 8, 16, then 32 in flight at 80 ms: latency holds
+        await one_round(pace, clock, 0.08)
+    await one_round(pace, clock, 0.8)  # then ten times slower: a tenth the rate
+    assert pace.history[-1] == (24, "slower")
