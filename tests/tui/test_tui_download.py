@@ -79,11 +79,13 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.mark.parametrize("readonly", [False, True])
 async def test_D_asks_where_shows_the_total_and_downloads(
-    served: tuple[str, FileTap], clock: FixedClock, tmp_path: Path
+    served: tuple[str, FileTap], clock: FixedClock, tmp_path: Path, readonly: bool
 ) -> None:
+    """Also in read-only mode: a download changes nothing on the backend."""
     url, _ = served
-    app = make_app(url, tmp_path, clock)
+    app = make_app(url, tmp_path, clock, readonly=readonly)
     async with app.run_test(size=(120, 36)) as pilot:
         await on_row(pilot, app, "final")
         await pilot.press("D")

@@ -13,8 +13,9 @@ import pytest
 from starlette.types import ASGIApp
 from textual.pilot import Pilot
 
+from ckpt_tui.tui.screens.download_dialog import DownloadDialog
 from tests.support.faulty_app import FaultyApp
-from tests.support.screenshots import SnapCompare
+from tests.support.screenshots import SnapCompare, steady_cursors
 from tests.support.tui import pictured_demo, settle
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 36), id="120x36")]
@@ -63,3 +64,23 @@ def test_two_backends(snap_compare: SnapCompare, tmp_path: Path, size: tuple[int
     Backend column, is checked in test_tui_fleet.py and shown in the screenshots.)"""
     with pictured_demo(tmp_path / "demo", with_box=True) as app:
         assert snap_compare(app, run_before=loaded_then("1"), terminal_size=size)
+
+
+async def download_asked(pilot: Pilot[None]) -> None:
+    """The first load, then D on the highlighted checkpoint, once the dialog has asked the
+    backend which types it signs."""
+    await settle(pilot)
+    await pilot.press("D")
+    for _ in range(500):
+        screen = pilot.app.screen
+        if isinstance(screen, DownloadDialog) and screen.ready is not None:
+            break
+        await pilot.pause(0.01)
+    steady_cursors(pilot)
+    await pilot.pause()
+
+
+def test_download_dialog(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    """D: the folder box (the current one), where the checkpoint goes, the total."""
+    with pictured_demo(tmp_path / "demo") as app:
+        assert snap_compare(app, run_before=download_asked, terminal_size=(120, 36))

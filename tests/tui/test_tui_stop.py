@@ -44,6 +44,9 @@ async def test_a_stopped_delete_reports_done_and_not_tried_and_R_carries_on(
                 line = screen_line(app, "Deleting")
                 assert re.search(rf"Deleting {FIRST} of {COUNT} · [\d,.]+/s · \S+ left", line)
                 assert "esc stops" in line
+                row = checkpoints(app).cursor_row
+                await pilot.press("j")  # browsing goes on meanwhile
+                assert checkpoints(app).cursor_row == row + 1
                 await pilot.press(key)
                 await pilot.pause()
                 assert isinstance(app.screen, StopDialog)

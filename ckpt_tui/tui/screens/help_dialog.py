@@ -23,6 +23,10 @@ TABLE_KEYS = (
 )
 
 
+RUNNING_KEYS = (
+    ("esc, ctrl+c", "While a change or a download runs: ask to stop it (Keep running is focused)"),
+)
+"""Keys that act on what runs rather than on checkpoints."""
 CLOSE_HINT = "esc, q or ? closes this"
 KEY_WIDTH = 30
 
@@ -32,6 +36,7 @@ def help_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     sections = [("Move", list(TABLE_KEYS))]
     for title, commands in (("Browse", BROWSE_COMMANDS), ("Act", ACTION_COMMANDS)):
         sections.append((title, [(key_label(c), f"{c.title}: {c.help}") for c in commands]))
+    sections[-1][1].extend(RUNNING_KEYS)
     return sections
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from ckpt_tui.api_types import TinkerPath
@@ -66,16 +67,37 @@ class DownloadJob:
     plan: DownloadPlan
     results: dict[RowKey, Result] = field(default_factory=dict)
     failed: dict[RowKey, str] = field(default_factory=dict)
+    stop_asked: bool = False
     stopped: RowKey | None = None
-    """The checkpoint that was being fetched when the user stopped."""
+    """The checkpoint that was being fetched when it stopped."""
     kept: Progress | None = None
+    """The last progress of the checkpoint being fetched."""
 
     @property
     def unfinished(self) -> list[RowKey]:
         return [row_key(row) for row in self.plan.rows if row_key(row) not in self.results]
 
+    def summary(self, parent: Path) -> tuple[str, bool]:
+        """What the notice says, and whether anything is left undone."""
+        unfinished = self.unfinished
+        lines = [f"Downloaded {len(self.results)} of {len(self.plan.rows)} into {parent}"]
+        lines += [f"✗ {path}: {reason}" for (_, path), reason in self.failed.items()]
+        if self.stopped is not None:
+            kept = self.kept
+            got = "" if kept is None else f" ({format_bytes(kept.done)} of "
+            got += "" if kept is None else f"{format_bytes(kept.total)} kept)"
+            lines.append(f"Stopped {self.stopped[1]}{got}: D resumes it.")
+        not_started = len(unfinished) - len(self.failed) - (self.stopped is not None)
+        if not_started:
+            lines.append(f"{not_started} not started.")
+        if unfinished:
+            lines.append("The ones not downloaded stay marked.")
+        return "\n".join(lines), bool(unfinished)
+
 
 class Downloads:
+    """Ask where, then download, one checkpoint after another, for the screen `host`."""
+
     def __init__(self, host: Host, changes: Targets) -> None:
         self.host = host
         self.changes = changes
@@ -120,7 +142,7 @@ class Downloads:
     def ask_stop(self) -> None:
         """esc or ctrl+c while downloading: stop? ("Keep running" is focused)."""
         job = self.running
-        if job is None or job.stopped is not None:
+        if job is None or job.stop_asked:
             return
         where = self.host.services.describe_backend()
         dialog = StopDialog(self.host.bulk_progress, where, DOWNLOAD_STOP)
@@ -131,7 +153,7 @@ class Downloads:
         job = self.running
         if job is None:
             return
-        job.stopped = job.stopped or ("", "")  # nothing more starts
+        job.stop_asked = True  # no other checkpoint starts
         if self.fetching is not None:
             self.fetching.cancel()
 
@@ -141,7 +163,7 @@ class Downloads:
             return
         try:
             for index, row in enumerate(job.plan.rows, 1):
-                if job.stopped is not None:
+                if job.stop_asked:
                     break
                 await self.one(job, row, index)
         finally:
@@ -169,6 +191,8 @@ class Downloads:
         try:
             job.results[row_key(row)] = await self.fetching
         except asyncio.CancelledError:
+            if not job.stop_asked:
+                raise  # the screen's worker is cancelled (the app quits): not ours to catch
             job.stopped = row_key(row)
         except FAILURES as exc:
             job.failed[row_key(row)] = str(exc)
@@ -193,30 +217,11 @@ class Downloads:
         self.host.download_files = "\n".join(self.view.file_lines(FILE_LINES))
 
     def finish(self, job: DownloadJob) -> None:
+        """Say how it went; what was not downloaded stays (or becomes) marked."""
         host = self.host
-        unfinished = job.unfinished
         if host.is_showing:
-            host.checkpoints_table.set_marks(unfinished)
-        parent = job.plan.parent.expanduser().resolve()
-        lines = [f"Downloaded {len(job.results)} of {len(job.plan.rows)} into {parent}"]
-        for key, reason in job.failed.items():
-            lines.append(f"✗ {key[1]}: {reason}")
-        if job.stopped is not None and job.stopped[1]:
-            kept = job.kept
-            got = (
-                ""
-                if kept is None
-                else f" ({format_bytes(kept.done)} of {format_bytes(kept.total)} kept)"
-            )
-            lines.append(f"Stopped {job.stopped[1]}{got}: D resumes it.")
-        not_tried = len(unfinished) - len(job.failed) - (1 if job.stopped and job.stopped[1] else 0)
-        if not_tried:
-            lines.append(f"{not_tried} not started.")
-        if unfinished:
-            lines.append("The ones not downloaded stay marked.")
+            host.checkpoints_table.set_marks(job.unfinished)
+        text, undone = job.summary(job.plan.parent.expanduser().resolve())
         host.notify(
-            "\n".join(lines),
-            title="Download",
-            severity="warning" if unfinished else "information",
-            markup=False,
+            text, title="Download", severity="warning" if undone else "information", markup=False
         )
