@@ -35,10 +35,11 @@ from ckpt_tui.tui.commands import (
     bindings,
     change_keys,
 )
-from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes
+from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes, outcome_notice
 from ckpt_tui.tui.screens.browse.details import DetailsPane
 from ckpt_tui.tui.screens.browse.downloads import Downloads
 from ckpt_tui.tui.screens.browse.feed_screen import FeedScreen
+from ckpt_tui.tui.screens.browse.messages import ActionDone
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
@@ -345,9 +346,25 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         return client.endpoint.nothing_found()
 
     # --- the changes ---------------------------------------------------------------------------
-    @work(group="bulk", description="apply an action")
-    async def run_bulk(self) -> None:
-        await self.changes.run_bulk()
+    @on(ActionDone)
+    def change_done(self, message: ActionDone) -> None:
+        """Report a finished change; its failures stay marked, with their errors in their rows
+        (it is logged already)."""
+        action = message.action
+        self.changes.finished(action)
+        showing = self.is_showing
+        if showing:
+            self.checkpoints_table.set_marks(action.failed)
+        self.notify(
+            outcome_notice(action),
+            title=action.label.capitalize(),
+            severity="warning" if action.failed else "information",
+            markup=False,
+        )
+        for problem in message.log_problems:
+            self.notify(f"Session log file: {problem}", severity="warning", markup=False)
+        if showing:
+            self.refresh_views()
 
     # --- events ------------------------------------------------------------------------------
     @on(FastTable.Highlighted, "#runs")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from textual.message import Message
 
+from ckpt_tui.actions.fleet_action import FleetAction
 from ckpt_tui.backends import BackendState
 from ckpt_tui.backends.fleet import UNREACHABLE, ErrorKind
 from ckpt_tui.catalog.snapshot import Snapshot
@@ -70,3 +71,12 @@ class NewerSnapshot(Message):
 @dataclass
 class MetricsRead(Message):
     """New loss-curve lines were read: the details pane shows them."""
+
+
+@dataclass
+class ActionDone(Message):
+    """A change (publish, TTL, delete, retry) has finished and is logged already: what it did,
+    and what went wrong writing the session log file."""
+
+    action: FleetAction
+    log_problems: list[str] = field(default_factory=list)
