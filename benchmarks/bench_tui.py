@@ -50,6 +50,7 @@ from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.training.logdirs import LogDirDiscovery
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.browse.messages import PagesArrived
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.widgets import FastTable
 
@@ -170,7 +171,7 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
 
     def on_partial(snapshot: Snapshot) -> None:
         FrameClock.painted.clear()
-        screen.feed.apply_page(screen.fleet.names[0], snapshot)
+        screen.pages_arrived(PagesArrived(screen.fleet.names[0], snapshot))
         first_shown.set()
 
     settings = LogDirSettings((), None)
@@ -182,7 +183,7 @@ async def paged_arrival(screen: BrowseScreen, source: PageSource) -> tuple[float
     first = await FrameClock.since(source.first_page_at)
     snapshot = await task
     FrameClock.painted.clear()
-    screen.feed.apply_page(screen.fleet.names[0], snapshot)
+    screen.pages_arrived(PagesArrived(screen.fleet.names[0], snapshot))
     last = await FrameClock.since(source.last_page_at)
     screen.warm_up()  # as the app's loader does after the final snapshot
     await screen.app.workers.wait_for_complete()
@@ -231,7 +232,7 @@ async def measure(count: int, reps: int, store: Path) -> dict[str, float]:
         FrameClock.painted.clear()
         start = time.perf_counter()
         snapshot = await joined(runs, checkpoints, LogDirDiscovery([], []), {}, RowCache())
-        screen.feed.apply_page(screen.fleet.names[0], snapshot)
+        screen.pages_arrived(PagesArrived(screen.fleet.names[0], snapshot))
         arrival = await FrameClock.since(start)
         screen.warm_up()  # as the app's loader does after the final snapshot
         await app.workers.wait_for_complete()

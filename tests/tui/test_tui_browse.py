@@ -309,7 +309,7 @@ async def test_work_ending_as_the_screen_goes_touches_no_pane(demo: ServedDemo) 
         caught.append(type(message).__name__)
         try:
             screen.fleet = screen.fleet  # a load or latency check showing its answer
-            screen.feed.show_complete(screen.fleet)  # a refresh's, a change's, a log's rows
+            screen.show_complete(screen.fleet)  # a refresh's, a change's, a log's rows
             screen.update_details()  # a metrics.jsonl read in a thread
         except Exception as exc:  # raised here, it would only be logged by the teardown
             failures.append(exc)

@@ -43,13 +43,13 @@ async def test_refresh_keeps_every_row_and_the_cursor_until_the_new_list_is_whol
         assert checkpoints(app).move_cursor_to_key(("demo", target))
         screen = screen_of(app)
         counts: list[int] = []
-        original = screen.feed.apply_fleet
+        original = screen.apply_fleet
 
         def counted(fleet: Fleet) -> None:
             counts.append(len(fleet.rows()))
             original(fleet)
 
-        screen.feed.apply_fleet = counted  # type: ignore[method-assign]
+        screen.apply_fleet = counted  # type: ignore[method-assign]
         await pilot.press("r")
         await settle(pilot)
         # Only whole views, no first page in between (the second: the same view, once the

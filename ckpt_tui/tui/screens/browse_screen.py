@@ -7,7 +7,7 @@ the user's choices (`state`): assigning a new `BrowseState` refreshes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,10 +24,10 @@ from textual.widgets import Footer, Input, Static
 
 from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import KEY_REFUSED
-from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, row_key, run_key
+from ckpt_tui.backends.fleet_view import FleetCatalog, row_key, run_key
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.query import VIEWS, Sort
-from ckpt_tui.catalog.row_cache import RowCache
+from ckpt_tui.training.logdirs import Metrics
 from ckpt_tui.tui.commands import (
     ACTION_COMMANDS,
     BROWSE_COMMANDS,
@@ -35,9 +35,11 @@ from ckpt_tui.tui.commands import (
     bindings,
     change_keys,
 )
-from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes
+from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes, outcome_notice
 from ckpt_tui.tui.screens.browse.details import DetailsPane
 from ckpt_tui.tui.screens.browse.downloads import Downloads
+from ckpt_tui.tui.screens.browse.feed_screen import FeedScreen
+from ckpt_tui.tui.screens.browse.messages import ActionDone
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
@@ -48,12 +50,11 @@ from ckpt_tui.tui.screens.browse.panes import (
 )
 from ckpt_tui.tui.screens.browse.policy_flow import keep_policy_flow
 from ckpt_tui.tui.screens.browse.services import Services
-from ckpt_tui.tui.screens.browse.snapshot_feed import SnapshotFeed
 from ckpt_tui.tui.screens.browse.status_lines import HeaderLine, StatusLine
 from ckpt_tui.tui.view import render
 from ckpt_tui.tui.view.groups import BackendGroup, RunsEntry, entry_cells
 from ckpt_tui.tui.view.state import BrowseState, RunSort, SortedRows, next_metric
-from ckpt_tui.tui.view.status import BackendProgress, StatusFacts, failed_text, marked_text
+from ckpt_tui.tui.view.status import StatusFacts, failed_text, marked_text
 from ckpt_tui.tui.widgets import Cell, FastTable
 from ckpt_tui.tui.widgets.filter_box import FilterBox
 from ckpt_tui.tui.widgets.fitting_footer import FittingFooter
@@ -73,7 +74,7 @@ BROWSE_BINDINGS: list[BindingType] = [
 ]
 
 
-class BrowseScreen(Screen[None], inherit_bindings=False):
+class BrowseScreen(FeedScreen, inherit_bindings=False):
     """Browse runs and checkpoints, and (unless read-only) publish, set TTLs and delete."""
 
     # Not inherited: inherited bindings would come first in the footer, before the actions.
@@ -88,60 +89,28 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         ),
     ]
 
-    # always_update: assigning is the signal (and a fleet is never compared row by row).
-    state: var[BrowseState] = var(BrowseState, always_update=True, init=False)
-    """The user's choices (view, filter, sort, run): a new one refreshes the panes."""
-    fleet: var[Fleet] = var(lambda: Fleet(()), always_update=True, init=False)
-    """Every backend's latest state; each backend's load replaces only its own entry."""
-    fetching: var[frozenset[str]] = var(frozenset())
-    """The backends loading now."""
-    refreshing = var(False)
-    """Only loads over shown backends: they stay shown until their new lists are whole."""
-    progress: var[tuple[BackendProgress, ...]] = var(())
     bulk_progress = var("")
     """'Deleting 12 of 40 · 48/s · 1s left · esc stops' while a change or a download runs."""
     download_files = var("")
     """While a download runs, a line per file in flight: its bytes, rate and time left."""
     marked = var("")
     """'3 marked · 12.0 GiB': the marks' summary, kept with the marks and the snapshot."""
-    new_above: var[frozenset[RowKey]] = var(frozenset())
-    """New checkpoints that arrived above the view while the cursor was further down."""
-    dropped_marks: var[tuple[str, frozenset[Hashable]] | None] = var(None)
-    """Said once in the status line: marks dropped because their checkpoints went, and the
-    marks left then (a change of marks after that clears it)."""
     view_counts = var("")
     """'12 of 47 match', '3 expiring · 4.2 GiB': computed with the rows, shown in the status."""
     status: var[StatusFacts] = var(StatusFacts)
 
     def __init__(self, services: Services) -> None:
-        super().__init__()
-        self.services = services
+        super().__init__(services)
         self.metric_key: str | None = None
         self.sorted_rows = SortedRows()
-        self.row_caches: dict[str, RowCache] = {}
-        self.shown_catalog: FleetCatalog | None = None
-        """The fleet's runs and rows as one (None until a backend has sent some)."""
         self.folded: frozenset[str] = frozenset()
         """Backends whose runs the runs pane hides under their row."""
-        self.feed = SnapshotFeed(self)
         self.changes = Changes(self)
         self.downloads = Downloads(self, self.changes)
 
     @property
     def catalog(self) -> FleetCatalog | None:
         return self.shown_catalog
-
-    @property
-    def several(self) -> bool:
-        """More than one backend is open: rows and runs say which one holds them."""
-        return len(self.services.connections) > 1
-
-    def row_cache_of(self, backend: str) -> RowCache:
-        """One cache per backend: its rows carry its name."""
-        cache = self.row_caches.get(backend)
-        if cache is None:
-            cache = self.row_caches[backend] = RowCache(backend)
-        return cache
 
     def compute_status(self) -> StatusFacts:
         """The status line's facts; Textual recomputes them whenever one of the vars changes."""
@@ -229,25 +198,6 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         yield StatusLine(id="status-line").data_bind(facts=BrowseScreen.status)
         yield FittingFooter()
 
-    @property
-    def is_showing(self) -> bool:
-        """Its widgets are there to update (see `ScreenHost.is_showing`).
-
-        `is_attached` alone does not tell: a closing screen stays attached until its end, while
-        Textual removes its children first (once its message loop stops) and cancels its
-        workers only after that, so a load finishing in between would query panes that are
-        gone. Not running means the children are going or gone.
-        """
-        return self.is_running and self.is_attached
-
-    @property
-    def runs_table(self) -> FastTable[RunsEntry]:
-        return self.query_one("#runs", FastTable)
-
-    @property
-    def checkpoints_table(self) -> FastTable[CheckpointRow]:
-        return self.query_one("#checkpoints", FastTable)
-
     def on_mount(self) -> None:
         self.fleet = Fleet.loading(self.services.backends)
         self.query_one("#filter", Input).display = False
@@ -325,9 +275,6 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         """metrics.jsonl can be large: read it off the UI thread, once per log dir."""
         self.feed.read_metrics(folder)
 
-    def show_complete(self, fleet: Fleet) -> None:
-        self.feed.show_complete(fleet)
-
     def watch_fleet(self) -> None:
         if self.is_showing:  # a load may set the fleet as the screen goes
             self.show_marked()
@@ -362,11 +309,16 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
         row = self.checkpoints_table.cursor_value
         catalog = self.catalog
         run = catalog.run((row.backend, row.run_id)) if (catalog and row) else None
-        metrics = self.feed.cached_metrics(run)
+        metrics = self.cached_metrics(run)
         pane = self.query_one(DetailsPane)
         pane.show(row, run, self.services.clock.now(), metrics)
         if run is not None and run.log_dir is not None and metrics is None:
             self.read_metrics(run.log_dir.path)
+
+    def cached_metrics(self, run: RunSummary | None) -> Metrics | None:
+        if run is None or run.log_dir is None:
+            return None
+        return self.services.metrics_cache.get(str(run.log_dir.path))
 
     def show_marked(self) -> None:
         marks = self.checkpoints_table.marks
@@ -375,7 +327,7 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
     def empty_checkpoints_message(self) -> str:
         """On a failed backend's row: its error and what to do; else the usual words."""
         key = self.state.run_key
-        if self.state.view == "runs" and self.feed.on_backend_row(key) and key is not None:
+        if self.state.view == "runs" and self.on_backend_row(key) and key is not None:
             state = self.fleet.state(key[0])
             if state.error is not None:
                 return failed_text(key[0], state.error, state.error_kind)
@@ -388,15 +340,31 @@ class BrowseScreen(Screen[None], inherit_bindings=False):
     def nothing_found(self) -> str | None:
         """What one backend that holds nothing says (where it looked); None otherwise."""
         catalog = self.catalog
-        if self.several or catalog is None or catalog.runs or self.feed.first_loads():
+        if self.several or catalog is None or catalog.runs or self.first_loads():
             return None
         client = self.services.client(self.fleet.names[0])
         return client.endpoint.nothing_found()
 
     # --- the changes ---------------------------------------------------------------------------
-    @work(group="bulk", description="apply an action")
-    async def run_bulk(self) -> None:
-        await self.changes.run_bulk()
+    @on(ActionDone)
+    def change_done(self, message: ActionDone) -> None:
+        """Report a finished change; its failures stay marked, with their errors in their rows
+        (it is logged already)."""
+        action = message.action
+        self.changes.finished(action)
+        showing = self.is_showing
+        if showing:
+            self.checkpoints_table.set_marks(action.failed)
+        self.notify(
+            outcome_notice(action),
+            title=action.label.capitalize(),
+            severity="warning" if action.failed else "information",
+            markup=False,
+        )
+        for problem in message.log_problems:
+            self.notify(f"Session log file: {problem}", severity="warning", markup=False)
+        if showing:
+            self.refresh_views()
 
     # --- events ------------------------------------------------------------------------------
     @on(FastTable.Highlighted, "#runs")

@@ -3,19 +3,22 @@
 
 `Changes` is a plain object the browse screen owns: it asks through the dialogs, runs one action
 at a time, each backend's part through that backend's own client and side by side, and tells
-the screen what each server confirmed. Nothing here touches a file, and a view changes only
-when the server has confirmed it. A read-only backend's part is left out, and the dialog
-says so before anything goes.
+the screen what each server confirmed, as messages (`messages.py`). Nothing here touches a
+file, and a view changes only when the server has confirmed it. A read-only backend's part is
+left out, and the dialog says so before anything goes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
+
+from textual.message import Message
 
 from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
 from ckpt_tui.actions.fleet_action import FleetAction
@@ -28,6 +31,7 @@ from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome, Stop
 from ckpt_tui.timekeeping.rate import RateMeter
 from ckpt_tui.tui.screens.browse.host import ScreenHost
+from ckpt_tui.tui.screens.browse.messages import ActionDone, NewerSnapshot
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
@@ -70,13 +74,11 @@ class Host(ScreenHost, Protocol):
     @property
     def state(self) -> BrowseState: ...
 
-    def show_complete(self, fleet: Fleet) -> None: ...
+    def post_message(self, message: Message) -> bool: ...
 
-    def refresh_views(self) -> None: ...
-
-    def run_bulk(self) -> object:
-        """Start `Changes.run_bulk` in the screen's worker."""
-        ...
+    def run_worker(
+        self, work: Coroutine[Any, Any, None], *, group: str, description: str
+    ) -> object: ...
 
     def other_work(self) -> str | None:
         """What else runs that a change must wait for (a download), or None."""
@@ -256,7 +258,9 @@ class Changes:
             return
         self.running, self.stop = action, Stop()
         self.host.bulk_progress = f"{action.progress_text(0)} · {STOP_HINT}"
-        self.host.run_bulk()
+        # The worker belongs to the screen (a worker needs a Textual node); its results come
+        # back as messages.
+        self.host.run_worker(self.run_bulk(), group="bulk", description="apply an action")
 
     def ask_stop(self) -> None:
         """esc or ctrl+c while an action runs: stop it? ("Keep running" is focused)."""
@@ -305,7 +309,8 @@ class Changes:
         if patching is not None:
             await patching
         await self.apply_confirmed(action, confirmed)
-        self.finish(action)
+        # Logged here, not by the screen: a screen that has gone takes no message.
+        self.host.post_message(ActionDone(action, self.log(action)))
 
     async def apply_confirmed(self, action: FleetAction, confirmed: dict[str, set[str]]) -> None:
         """Show what each server confirmed so far (deleted rows go, changed rows change).
@@ -323,7 +328,7 @@ class Changes:
                 new = await asyncio.to_thread(self.patched, name, snapshot, part, paths, now)
                 state = host.fleet.state(name)
                 if state.snapshot is snapshot:
-                    host.show_complete(host.fleet.with_backend(name, state.replace(snapshot=new)))
+                    host.post_message(NewerSnapshot(name, snapshot, new))
                     break
 
     def patched(
@@ -340,37 +345,33 @@ class Changes:
             snapshot.incomplete,
         )
 
-    def finish(self, action: FleetAction) -> None:
-        """Report the outcome, keep failures marked with their errors, and log each part.
-
-        An action that ends as the screen goes (the user quit meanwhile) is still logged."""
-        host, services = self.host, self.services
-        failed = action.failed
+    def finished(self, action: FleetAction) -> None:
+        """Keep the failures of a finished `action` (shown in their rows) and the action (R
+        retries it)."""
         for key in action.keys:
             self.failures.pop(key, None)
-        self.failures.update(failed)
+        self.failures.update(action.failed)
         self.last_action = action
-        showing = host.is_showing
-        if showing:
-            host.checkpoints_table.set_marks(failed)
-        summary = action.summary()
-        stopped = any(part.not_tried for part in action.parts.values())
-        hint = ""
-        if stopped:
-            hint = ". Stopped: those not done stay marked; R carries on, L shows the log."
-        elif failed:
-            hint = ". Failed ones stay marked; R retries them, L shows the log."
-        host.notify(
-            summary + hint,
-            title=action.label.capitalize(),
-            severity="warning" if failed else "information",
-            markup=False,
-        )
+
+    def log(self, action: FleetAction) -> list[str]:
+        """Log each part of a finished `action`, even as the screen goes (the user quit);
+        what went wrong writing the log file."""
+        services = self.services
         now = services.clock.now()
+        problems = []
         for name, part in action.parts.items():
             entry = log_entry(part, part.summary(), now, services.describe_backend(name))
             problem = services.session_log.add(entry)
             if problem is not None:
-                host.notify(f"Session log file: {problem}", severity="warning", markup=False)
-        if showing:
-            host.refresh_views()
+                problems.append(problem)
+        return problems
+
+
+def outcome_notice(action: FleetAction) -> str:
+    """What a finished action did, and what to do about the rest."""
+    hint = ""
+    if any(part.not_tried for part in action.parts.values()):
+        hint = ". Stopped: those not done stay marked; R carries on, L shows the log."
+    elif action.failed:
+        hint = ". Failed ones stay marked; R retries them, L shows the log."
+    return action.summary() + hint

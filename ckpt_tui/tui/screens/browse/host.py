@@ -1,4 +1,4 @@
-"""What the plain objects working for the browse screen (its feed, its changes) use of it.
+"""What the plain objects working for the browse screen (its changes, its downloads) use of it.
 
 They name the screen by these protocols, never by its class, so no module imports back.
 """
