@@ -123,12 +123,25 @@ def pictured_demo(
         yield app_on(connections, paths.logs, clock)
 
 
+SETTLE_ROUNDS = 20
+"""At most this many rounds of waiting for workers (handlers that start work each time)."""
+
+
 async def settle(pilot: Pilot[None]) -> None:
     """Wait until every worker is done and the screen has caught up.
 
     Not while a dialog is open: the worker that opened it waits for its answer.
+
+    Workers report back with messages, whose handlers may start more work (a finished
+    load asks for metrics): it waits again until a pause leaves no worker running, a
+    bounded number of times.
     """
-    await pilot.app.workers.wait_for_complete()
+    app = pilot.app
+    for _ in range(SETTLE_ROUNDS):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(worker.is_running for worker in app.workers):
+            break
     await pilot.pause()
 
 

@@ -155,6 +155,7 @@ async def test_the_header_fits_80_columns(fleet: Fleet, clock: FixedClock) -> No
         assert len(line) <= 78
         for name in ("box1", "box2", "scratch", "dead"):
             assert name in line
+        assert "checkpoints" in line  # the totals stay; the badges give up their latencies
 
 
 async def test_a_filter_spans_backends_and_finds_one_by_name(

@@ -91,14 +91,17 @@ def fleet_header(
     """'ckpt-tui  12 runs · 470 checkpoints · 146.2 GiB ($14.62/mo) · next expiry in 2 hours  │
     tinker ✓ 120 ms · box1 ✓ 3 ms · box2 ✗ unreachable': totals for all backends, then each
     backend's reachability and latency. When narrow, the totals give way first (from the
-    end), then each backend shows its short form ('box1 ✓'), then only the names."""
+    end) down to the runs and checkpoints, then each backend shows its short form ('box1 ✓')
+    beside them, then beside the checkpoints alone; then the totals go too, then only the
+    names stay."""
     parts = fleet_total_parts(fleet.total(), now) if fleet.snapshots() else []
     states = fleet.states
     forms = [[badge(state, state.name in fetching, form) for state in states] for form in (0, 1, 2)]
-    tries = [(forms[0], n) for n in range(len(parts), -1, -1)]
-    tries += [(form, 0) for form in forms[1:]]
-    for badges, count in tries:
-        line = header_line(parts[:count], " · ".join(badges), readonly)
+    tries = [(forms[0], parts[:n]) for n in range(len(parts), 1, -1)]
+    tries += [(forms[1], parts[:2]), (forms[1], parts[1:2])]  # the checkpoints stay longest
+    tries += [(forms[0], []), *((form, []) for form in forms[1:])]
+    for badges, shown in tries:
+        line = header_line(shown, " · ".join(badges), readonly)
         if line.cell_len <= width:
             return line
     return header_line([], " ".join(forms[2]), readonly)
