@@ -239,15 +239,18 @@ def _read_error(exc: Exception) -> OSError:
 
 def reason(exc: BaseException) -> str:
     """A cloud error's reason in one line, bounded: the status the server answered and the
-    request (no query string), else the error's first line."""
+    request (no query string), else the error's first line; a URL in it is kept without its
+    user info (an endpoint may carry a password) and query string."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     found = _STATUS.search(text)
     if found is not None:
         method, url, status = found.groups()
         text = f"the server answered {status.strip()} ({method} {url.split('?', 1)[0]})"
-    return text[:MAX_REASON]
+    return _URL.sub(r"\1\2", text)[:MAX_REASON]
 
 
+_URL = re.compile(r"(\w+://)(?:[^\s/?#@]*@)?([^\s?#]*)[?#]?\S*")
+"""A URL in an error text: (scheme, host and path), leaving out user info and query."""
 _STATUS = re.compile(
     r"Error performing (\w+) (\S+) in [^-]*- Server returned non-2xx status code: ([^:]+)"
 )
