@@ -31,7 +31,7 @@ import msgspec
 import obstore
 from obstore.exceptions import BaseError
 
-from ckpt_tui.store.blobs.objects import reason
+from ckpt_tui.store.blobs.objects import every_object, reason
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -281,15 +281,9 @@ class BucketDeleter:
     def _list(self, prefix: str) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
         found: dict[str, int] = {}
-        try:
-            for chunk in obstore.list(self.place.store, prefix=prefix):
-                for item in chunk:
-                    found[item["path"]] = _us(item["last_modified"])
-                if len(found) > MAX_CHECKPOINT_OBJECTS:
-                    raise StoreError(
-                        f"{prefix} holds more than {MAX_CHECKPOINT_OBJECTS} objects: it is "
-                        "not one checkpoint; nothing was deleted"
-                    )
+        try:  # bounded: more objects than one checkpoint has, or pages without end, fail
+            for item in every_object(self.place.store, prefix, MAX_CHECKPOINT_OBJECTS):
+                found[item["path"]] = _us(item["last_modified"])
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
