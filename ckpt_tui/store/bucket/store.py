@@ -17,7 +17,8 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,6 +41,8 @@ from ckpt_tui.store.times import to_us
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
+DELETES_IN_FLIGHT = 8
+"""Checkpoints of one gathered call deleted side by side (each a few requests)."""
 NO_FOLDER = Path("/dev/null/bucket-store")
 """The layout root of a bucket store: no file operation can succeed under it (ENOTDIR)."""
 
@@ -129,6 +132,26 @@ class BucketStore(Store):
                 self._changes.release(entry)
         with self.guard.held(), storage_errors(f"deleting {entry.tinker_path}"):
             self._changes.forget(entry, outcome, touch=True, rescan=self._watcher.scan_all)
+
+    def delete_checkpoints(self, keys: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """Each (run_id, checkpoint_id) deleted as `delete_checkpoint` does, side by side (the
+        server gathers deletes asked for together into one call); each one's error (None:
+        deleted). Not the folder store's: a bucket has no trash to stage them in."""
+
+        def one(key: tuple[str, str]) -> Exception | None:
+            try:
+                self.delete_checkpoint(*key)
+            except Exception as exc:  # this one's answer; the others' stand as they are
+                return exc
+            return None
+
+        if not keys:
+            return []
+        with ThreadPoolExecutor(min(len(keys), DELETES_IN_FLIGHT)) as pool:
+            return list(pool.map(one, keys))
+
+    def wait_for_purges(self) -> None:
+        """Nothing is purged later: a bucket's delete is done when it answers."""
 
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
