@@ -38,6 +38,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def place_key(backend: Backend) -> PlaceKey:
     """What `backend` is, as far as its description says (equal keys: one store)."""
+    folder = file_url_folder(backend)
+    if folder is not None:
+        return folder_key(folder)
     if is_bucket(backend):
         return ("bucket", backend.location)  # already spelled one way (`parse_location`)
     return folder_key(backend.location) if backend.is_local else url_key(backend.location)
@@ -45,6 +48,14 @@ def place_key(backend: Backend) -> PlaceKey:
 
 def is_bucket(backend: Backend) -> bool:
     return backend.is_local and has_scheme(backend.location)
+
+
+def file_url_folder(backend: Backend) -> str | None:
+    """The folder a `file:///x` location reads (x, as a bucket): it is that folder's store."""
+    scheme, sep, rest = backend.location.partition("://")
+    if not is_bucket(backend) or not sep or scheme.lower() != "file":
+        return None
+    return "/" + rest.lstrip("/")
 
 
 def folder_key(folder: str) -> PlaceKey:
@@ -81,13 +92,15 @@ def folder_chain(folder: str) -> list[FolderId]:
 def nested_folders(locals_: Sequence[Backend]) -> str | None:
     """Why one of the local backends' folders (or bucket prefixes) is inside another's; None
     when none is."""
-    buckets = [backend for backend in locals_ if is_bucket(backend)]
+    buckets = [b for b in locals_ if is_bucket(b) and file_url_folder(b) is None]
     for inner in buckets:
         for outer in buckets:
             if inner.location.startswith(outer.location + "/"):
                 return nested_message(outer, inner)
-    folders = [backend for backend in locals_ if not is_bucket(backend)]
-    chains = [(backend, folder_chain(backend.location)) for backend in folders]
+    folders = [backend for backend in locals_ if backend not in buckets]
+    chains = [
+        (backend, folder_chain(file_url_folder(backend) or backend.location)) for backend in folders
+    ]
     for inner, chain in chains:
         for outer, outer_chain in chains:
             if outer is not inner and chain and outer_chain and outer_chain[0] in chain[1:]:

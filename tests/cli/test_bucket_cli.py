@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +202,18 @@ def test_an_aws_profile_that_does_not_exist_is_said_by_name(
     code, _out, err = run(capsys, "--local", f"s3://{s3_bucket}/p", "ls")
     assert code != 0
     assert "AWS_PROFILE=nobody: ProfileNotFound" in err
+
+
+def test_an_endpoint_s_user_info_never_shows_in_a_failure(
+    s3_bucket: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A request that fails before any answer (nothing listens) is said by obstore with its
+    whole URL, user info included: the reason kept says where, without the secret."""
+    with socket.socket() as closed:  # a port nothing listens on once the socket is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://proxy-user:pr0xy-s3cret@127.0.0.1:{port}")
+    _code, out, err = run(capsys, "--local", f"s3://{s3_bucket}/p", "ls", "--json")
+    shown = out + err
+    assert f"127.0.0.1:{port}" in shown  # the failure is said, and where
+    assert "pr0xy-s3cret" not in shown and "proxy-user" not in shown

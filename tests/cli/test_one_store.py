@@ -292,3 +292,21 @@ def test_places_compare_by_what_they_are(tmp_path: Path) -> None:
     assert len({place_key(url(text)) for text in [same[0], *different]}) == 5
     assert machine("::ffff:127.0.0.1") == machine("localhost") == "loopback"
     assert place_key(url("http://127.0.0.1:99999")) == ("text", "http://127.0.0.1:99999")
+
+
+def test_a_folder_and_its_file_url_are_one_store(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`file:///x` is folder x read as a bucket: with `--local x` it is one store (listed and
+    planned twice, a change through one around the other's read-only), and a `file://` URL
+    of a folder inside x is inside it."""
+    before = checkpoint_folders(folder)
+    both = ["--local", f"a={folder}", "--local", f"b=file://{folder}"]
+    refused(capsys, ["ls", *both], "a", "b")
+    refused(capsys, ["prune", *both, "--keep-last", "1", "--yes"], "a", "b")
+    assert checkpoint_folders(folder) == before  # nothing deleted
+    run_folder = sorted((folder / "runs").iterdir())[0]
+    for outer, inner in ((str(folder), f"file://{run_folder}"), (f"file://{folder}", run_folder)):
+        code = main(["ls", "--local", f"outer={outer}", "--local", f"inner={inner}"])
+        err = capsys.readouterr().err
+        assert code == 2 and "is inside" in err and "outer" in err and "inner" in err, err

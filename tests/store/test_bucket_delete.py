@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import msgspec
 import pytest
+from obstore.store import LocalStore
 
 from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter, DeleteIntent
 from ckpt_tui.store.bucket.metadata import BucketMeta
@@ -250,3 +252,22 @@ def test_an_object_that_appears_during_the_delete_is_left_and_said(
     assert not outcome.done
     assert s3.keys(s3_bucket, "store/run/step-10/") == ["store/run/step-10/late.safetensors"]
     assert records(s3, s3_bucket) == []  # the confirmed set is gone: nothing to finish
+
+
+def test_a_link_inside_a_checkpoint_of_a_file_url_is_never_followed(tmp_path: Path) -> None:
+    """obstore's local store (`file://`) lists through links: a link in a checkpoint to a
+    folder outside the store made its files part of the checkpoint, and the delete removed
+    them there. A key reached through a link is refused: nothing is deleted."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "precious.bin").write_bytes(b"not the store's")
+    checkpoint = tmp_path / "store/run/step-10"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "model.safetensors").write_bytes(b"weights")
+    (checkpoint / "extra").symlink_to(outside)
+    place = BucketPlace(LocalStore(tmp_path / "store"), "", f"file://{tmp_path}/store")
+    with pytest.raises(StoreError, match="link"):
+        deleter(place).delete("run/step-10", "run", "step-10")
+    assert (outside / "precious.bin").read_bytes() == b"not the store's"
+    assert (checkpoint / "model.safetensors").exists()
+    assert not (tmp_path / "store/.ckpt-tui").exists()  # no record either: nothing was begun

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
 from ckpt_tui.locations import parse_location
 from ckpt_tui.store import Store
-from ckpt_tui.store.blobs import FolderStorage
+from ckpt_tui.store.blobs import FolderStorage, objects
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.discover import FoundRun, discover
@@ -17,6 +18,8 @@ from ckpt_tui.store.files import reading_from
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.bucket_tap import TappedBucket
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
 
 
@@ -36,6 +39,10 @@ def every_layout(root: Path, clock: FixedClock) -> Path:
         store.add_checkpoint("tinker-run", "weights/0001", {"adapter.bin": b"x" * 1000})
         store.add_checkpoint("tinker-run", "sampler_weights/0001", {"a.bin": b"y" * 10})
     return root
+
+
+HANG_GUARD = 60.0
+"""Seconds a test waits for an open that may hang (a guard, not a measurement)."""
 
 
 def listing(store: Store | BucketStore) -> dict[str, tuple[int | None, dict[str, str]]]:
@@ -208,3 +215,33 @@ def test_the_walk_over_the_folder_storage_finds_what_it_finds_on_disk(
 
 def walked(run: FoundRun) -> tuple[str, list[tuple[str, int, dict[str, str]]]]:
     return run.run_id, [(cid, found.size, facts) for cid, found, facts in run.checkpoints]
+
+
+def test_a_listing_without_end_is_a_problem_not_a_hang(
+    clock: FixedClock, s3: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers every page empty with a next token would be listed forever:
+    a listing that brings no object for `LIST_WAIT_SECONDS` fails, and says so."""
+    monkeypatch.setattr(objects, "LIST_WAIT_SECONDS", 1.0)
+    s3.put(s3_bucket, "p/out/checkpoint-1/model.safetensors", b"junk")
+    faults = S3Faults(s3.endpoint)
+    faults.endless_listing = True
+    opened: list[BucketStore] = []
+    with run_server(faults) as endpoint:
+        location = parse_location(f"s3://{s3_bucket}/p", endpoint)
+        assert location is not None
+        storage = ObjectStorage.open(location)
+        worker = threading.Thread(
+            target=lambda: opened.append(BucketStore.open_bucket(storage, clock, settle_seconds=0))
+        )
+        worker.start()
+        worker.join(HANG_GUARD)
+        faults.endless_listing = False  # a listing still going now ends
+        worker.join(HANG_GUARD)
+        pages = len(faults.requests)
+    assert opened, "the open did not finish"
+    with opened[0] as store:
+        problems = store.problems()
+    assert not problems.complete
+    assert "no object" in problems.lines[0]
+    assert pages > 1  # it did follow the tokens for a while

@@ -11,6 +11,8 @@ faults a real server can have:
                                                   # waits for the event (`delete_done` is set)
         faults.backdate = True                    # objects' times answered as in 2020 (a
                                                   # server clock behind: everything settled)
+        faults.endless_listing = True             # every ListObjectsV2 page is empty and
+                                                  # names a next page (a token without end)
 
 `requests` logs `(method, path, query)` of every request forwarded.
 """
@@ -48,6 +50,7 @@ class S3Faults:
         self.hold_delete_answers: threading.Event | None = None
         self.delete_done = threading.Event()
         self.backdate = False
+        self.endless_listing = False
         self.requests: list[tuple[str, str, str]] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,6 +62,9 @@ class S3Faults:
         query = scope["query_string"].decode()
         path = scope["raw_path"].decode()
         self.requests.append((method, path, query))
+        endless = self.endless_listing and method == "GET" and "list-type=2" in query
+        if endless:  # the upstream knows no such token: ask it for the first page
+            query = re.sub(r"&?continuation-token=[^&]*", "", query)
         headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
         if self.ignore_conditions:
             headers = [(k, v) for k, v in headers if k not in (b"if-match", b"if-none-match")]
@@ -84,6 +90,8 @@ class S3Faults:
             content = _with_errors(content, refused)
         if method == "GET" and "list-type=2" in query and self.extra_listed_key:
             content = _with_listed(content, self.extra_listed_key)
+        if endless:
+            content = _endless_page(content)
         if self.backdate:
             content = _LAST_MODIFIED.sub(
                 b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
@@ -113,6 +121,23 @@ def _with_listed(content: bytes, key: str) -> bytes:
         "</Contents>"
     ).encode()
     return content.replace(b"</ListBucketResult>", entry + b"</ListBucketResult>")
+
+
+def _endless_page(content: bytes) -> bytes:
+    """A ListObjectsV2 answer with no objects that says more follow (and which token)."""
+    content = re.sub(
+        rb"<Contents>.*?</Contents>|<CommonPrefixes>.*?</CommonPrefixes>",
+        b"",
+        content,
+        flags=re.DOTALL,
+    )
+    content = re.sub(
+        rb"<IsTruncated>[^<]*</IsTruncated>|<NextContinuationToken>[^<]*</NextContinuationToken>",
+        b"",
+        content,
+    )
+    more = b"<IsTruncated>true</IsTruncated><NextContinuationToken>again</NextContinuationToken>"
+    return content.replace(b"</ListBucketResult>", more + b"</ListBucketResult>")
 
 
 async def _body(receive: Receive) -> bytes:

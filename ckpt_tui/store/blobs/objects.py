@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import obstore
 
@@ -22,10 +22,19 @@ from ckpt_tui.locations import BucketLocation
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 
 if TYPE_CHECKING:
+    from obstore import ObjectMeta
     from obstore.store import ObjectStore
+
+T = TypeVar("T")
 
 MAX_REASON = 300
 """The most of a cloud's error text kept in a problem line."""
+MAX_LISTED = 2_000_000
+"""The most objects one listing holds in memory (about 200 bytes each)."""
+LIST_WAIT_SECONDS = 300.0
+"""The longest a listing waits for its next thousand objects (a page, or a few): a server
+answering empty pages that each name a next one is not listed forever. Longer than obstore
+retries one request (180 s), so a slow page says its own error first."""
 
 
 class ObjectStorage:
@@ -101,11 +110,9 @@ class ObjectStorage:
         """(key, file) for every object under the root, streamed in pages of 1,000;
         StorageReadError when a page fails (the caller must not take the part as the whole)."""
         try:
-            stream = obstore.list(self._store, self._root or None, chunk_size=1000)
-            for chunk in stream:
-                for meta in chunk:
-                    key = meta["path"]
-                    yield key, _entry(key.rsplit("/", 1)[-1], meta)
+            for meta in every_object(self._store, self._root or None, MAX_LISTED):
+                key = meta["path"]
+                yield key, _entry(key.rsplit("/", 1)[-1], meta)
         except FileNotFoundError as exc:  # no such bucket: not an empty one
             raise StorageReadError(f"not found: {reason(exc)}") from None
         except StorageReadError:
@@ -152,9 +159,7 @@ class ObjectStorage:
             gate = asyncio.Semaphore(in_flight)
             return await asyncio.gather(*(one(gate, *item) for item in wanted))
 
-        # in a thread of its own: the caller may be inside an event loop (the app's)
-        with ThreadPoolExecutor(1) as runner:
-            answers = runner.submit(asyncio.run, every()).result()
+        answers = _run(every())
         pairs = zip(wanted, answers, strict=True)
         return {(key, start): got for (key, start, _), got in pairs if got is not None}
 
@@ -168,6 +173,38 @@ class ObjectStorage:
             why = reason(exc)
             return {path: why for path in paths}
         return dict.fromkeys(paths)
+
+
+def every_object(store: ObjectStore, prefix: str | None, most: int) -> list[ObjectMeta]:
+    """Every object under `prefix` (all pages); StorageReadError when there are more than
+    `most`, or when `LIST_WAIT_SECONDS` pass without the next objects; the cloud's errors
+    as they are raised."""
+
+    async def every() -> list[ObjectMeta]:
+        found: list[ObjectMeta] = []
+        stream = obstore.list(store, prefix, chunk_size=1000)
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(stream), LIST_WAIT_SECONDS)
+            except StopAsyncIteration:
+                return found
+            except asyncio.TimeoutError:  # TimeoutError from 3.11 on
+                raise StorageReadError(
+                    f"the listing brought no object for {LIST_WAIT_SECONDS:g} s after "
+                    f"{len(found):,} (a server naming next pages without end?)"
+                ) from None
+            found.extend(chunk)
+            if len(found) > most:
+                raise StorageReadError(f"more than {most:,} objects are listed")
+
+    return _run(every())
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """Await `work` in a thread of its own: the caller may be inside an event loop (the
+    app's)."""
+    with ThreadPoolExecutor(1) as runner:
+        return runner.submit(asyncio.run, work).result()
 
 
 def profile_provider(
@@ -239,15 +276,18 @@ def _read_error(exc: Exception) -> OSError:
 
 def reason(exc: BaseException) -> str:
     """A cloud error's reason in one line, bounded: the status the server answered and the
-    request (no query string), else the error's first line."""
+    request (no query string), else the error's first line; a URL in it is kept without its
+    user info (an endpoint may carry a password) and query string."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     found = _STATUS.search(text)
     if found is not None:
         method, url, status = found.groups()
         text = f"the server answered {status.strip()} ({method} {url.split('?', 1)[0]})"
-    return text[:MAX_REASON]
+    return _URL.sub(r"\1\2", text)[:MAX_REASON]
 
 
+_URL = re.compile(r"(\w+://)(?:[^\s/?#@]*@)?([^\s?#]*)[?#]?\S*")
+"""A URL in an error text: (scheme, host and path), leaving out user info and query."""
 _STATUS = re.compile(
     r"Error performing (\w+) (\S+) in [^-]*- Server returned non-2xx status code: ([^:]+)"
 )

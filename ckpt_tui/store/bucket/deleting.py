@@ -22,6 +22,7 @@ checkpoint, is reported and left as it is.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ from datetime import datetime
 import msgspec
 import obstore
 from obstore.exceptions import BaseError
+from obstore.store import LocalStore
 
-from ckpt_tui.store.blobs.objects import reason
+from ckpt_tui.store.blobs.objects import every_object, reason
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -276,25 +278,21 @@ class BucketDeleter:
             raise StorageFailedError(
                 f"reading {key} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
             ) from exc
+        _refuse_links(self.place, [key])
         return {key: _us(found["last_modified"])}
 
     def _list(self, prefix: str) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
         found: dict[str, int] = {}
-        try:
-            for chunk in obstore.list(self.place.store, prefix=prefix):
-                for item in chunk:
-                    found[item["path"]] = _us(item["last_modified"])
-                if len(found) > MAX_CHECKPOINT_OBJECTS:
-                    raise StoreError(
-                        f"{prefix} holds more than {MAX_CHECKPOINT_OBJECTS} objects: it is "
-                        "not one checkpoint; nothing was deleted"
-                    )
+        try:  # bounded: more objects than one checkpoint has, or pages without end, fail
+            for item in every_object(self.place.store, prefix, MAX_CHECKPOINT_OBJECTS):
+                found[item["path"]] = _us(item["last_modified"])
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
             ) from exc
         _refuse_outside(found, prefix)
+        _refuse_links(self.place, found)
         return found
 
     def _step(self, name: str) -> None:
@@ -310,6 +308,26 @@ def _refuse_outside(keys: Iterable[str], prefix: str) -> None:
             raise StoreError(
                 f"the server listed {key!r} under {prefix!r}, outside it; nothing was deleted"
             )
+
+
+def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
+    """StoreError if a key of obstore's local store (`file://`) is reached through a link:
+    its listing follows links, so a delete through one would remove files outside the store
+    (the folder store never follows a link)."""
+    store = place.store
+    if not isinstance(store, LocalStore) or store.prefix is None:
+        return
+    root, looked = str(store.prefix), set()
+    for key in keys:
+        folder = key.rpartition("/")[0]
+        while folder and folder not in looked:
+            looked.add(folder)
+            if os.path.islink(os.path.join(root, folder)):
+                raise StoreError(
+                    f"{key} is reached through the link {folder} in {place.name}: links are "
+                    "never followed; nothing was deleted"
+                )
+            folder = folder.rpartition("/")[0]
 
 
 def _check_intent(place: BucketPlace, intent: DeleteIntent) -> None:

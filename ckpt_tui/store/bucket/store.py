@@ -150,6 +150,9 @@ class BucketStore(Store):
         with ThreadPoolExecutor(workers, thread_name_prefix="ckpt-tui-bucket-delete") as pool:
             return list(pool.map(one, keys))
 
+    def wait_for_purges(self) -> None:
+        """Nothing is purged later: a bucket's delete is done when it answers."""
+
     def sweep_expired(self) -> list[str]:
         """Delete every checkpoint past expires_at (as `Store.sweep_expired`)."""
         if self.readonly:

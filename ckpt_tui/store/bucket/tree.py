@@ -11,11 +11,8 @@ import os
 from collections.abc import Iterable, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
-from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
+from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
 from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
-
-MAX_LISTED = 2_000_000
-"""The most objects one listing holds in memory (about 200 bytes each)."""
 
 READ_AHEAD = 64 * 1024
 """The start of a file read ahead: what the walk's first read of it asks for (a buffered
