@@ -39,7 +39,7 @@ from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes, outco
 from ckpt_tui.tui.screens.browse.details import DetailsPane
 from ckpt_tui.tui.screens.browse.downloads import Downloads
 from ckpt_tui.tui.screens.browse.feed_screen import FeedScreen
-from ckpt_tui.tui.screens.browse.messages import ActionDone
+from ckpt_tui.tui.screens.browse.messages import ActionDone, DownloadDone, ProgressChanged
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
@@ -366,6 +366,23 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         if showing:
             self.refresh_views()
 
+    @on(ProgressChanged)
+    def progress_changed(self, message: ProgressChanged) -> None:
+        """A change's or a download's progress (and a download's files in flight)."""
+        self.bulk_progress, self.download_files = message.line, message.files
+
+    @on(DownloadDone)
+    def download_done(self, message: DownloadDone) -> None:
+        """Say how a download went; what was not downloaded stays (or becomes) marked."""
+        if self.is_showing:
+            self.checkpoints_table.set_marks(message.unfinished)
+        self.notify(
+            message.summary,
+            title="Download",
+            severity="warning" if message.undone else "information",
+            markup=False,
+        )
+
     # --- events ------------------------------------------------------------------------------
     @on(FastTable.Highlighted, "#runs")
     def run_highlighted(self, event: FastTable.Highlighted) -> None:
@@ -516,10 +533,6 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
             files = self.query_one("#download-files", Static)
             files.update(Text(lines))
             files.display = bool(lines)
-
-    @work(group="download", description="download checkpoints")
-    async def run_download(self) -> None:
-        await self.downloads.run()
 
     def action_download(self) -> None:
         self.downloads.ask()
