@@ -30,7 +30,7 @@ from textual.widgets import Input  # noqa: E402
 from ckpt_tui.backends.fleet_view import row_key, run_key  # noqa: E402
 from ckpt_tui.catalog import CheckpointRow  # noqa: E402
 from ckpt_tui.client.download import FileProgress, Progress  # noqa: E402
-from ckpt_tui.client.download.wording import ProgressView  # noqa: E402
+from ckpt_tui.client.download.wording import ProgressView, WholeProgress  # noqa: E402
 from ckpt_tui.tui.app import CkptApp  # noqa: E402
 from ckpt_tui.tui.screens.browse.downloads import DownloadJob  # noqa: E402
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen  # noqa: E402
@@ -201,9 +201,10 @@ async def download_dialog(pilot: Pilot[None]) -> None:
 
 
 async def download_progress(pilot: Pilot[None]) -> None:
-    """The screen while a download runs: the whole in the status line, each file in flight
-    above it. Staged: the numbers are set through the screen's own progress view with a clock
-    that moves 40 s between two reports (a real download's rates would differ every run)."""
+    """The screen while a download runs: the whole (both checkpoints) in the status line,
+    each file in flight above it. Staged: the numbers are set through the screen's own
+    progress views with a clock that moves 40 s between two reports (a real download's rates
+    would differ every run)."""
     app = app_of(pilot)
     await show_run(pilot, "sl/llama-8b-tulu3")
     await put_cursor_on(pilot, download_rows(app)[0])
@@ -214,6 +215,7 @@ async def download_progress(pilot: Pilot[None]) -> None:
     downloads.running = DownloadJob(DownloadPlan(Path("."), rows))
     ticks = [0.0]
     view = ProgressView(clock=lambda: ticks[0])
+    whole = WholeProgress([row.size.bytes for row in rows], clock=lambda: ticks[0])
     sizes = {f"model-0000{i}-of-00004.safetensors": 1900 * MiB for i in range(1, 5)}
     sizes["config.json"] = 1024
     start = {name: 0 for name in sizes}
@@ -227,10 +229,12 @@ async def download_progress(pilot: Pilot[None]) -> None:
             name: FileProgress(size, done[name], whole=done[name] == size)
             for name, size in sizes.items()
         }
-        progress.done = sum(done.values())
+        progress.done = progress.fetched = sum(done.values())
         progress.files_done = sum(f.whole for f in progress.by_file.values())
         view.update(progress)
-    downloads.view, downloads.title = view, f"Downloading 1 of 2 {rows[0].name}"
+        whole.update(progress)
+    downloads.view, downloads.whole = view, whole
+    downloads.title = f"Downloading 1 of 2 {rows[0].name}"
     downloads.redraw()
     await pilot.pause()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from rich.cells import cell_len
 
 from ckpt_tui.backends import Backend, Connection
+from ckpt_tui.backends.refusals import group_by_backend, refused_rows
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_total, total
 from ckpt_tui.words import count_of
@@ -20,14 +21,6 @@ WHERE_WIDTH = 76
 laid out for): each line of `Targets.where` fits in it."""
 MIN_PLACE_WIDTH = 16
 """A place is never shortened below this, even after a long backend name."""
-
-
-def group_by_backend(rows: Sequence[CheckpointRow]) -> dict[str, list[CheckpointRow]]:
-    """`rows` by backend name, each group in the rows' order, backends as first met."""
-    groups: dict[str, list[CheckpointRow]] = {}
-    for row in rows:
-        groups.setdefault(row.backend, []).append(row)
-    return groups
 
 
 def where_line(head: str, backend: Backend) -> str:
@@ -56,9 +49,8 @@ class Targets:
     @classmethod
     def split(cls, rows: Sequence[CheckpointRow], connections: Mapping[str, Connection]) -> Targets:
         """`rows` less those on read-only backends, which are refused."""
-        readonly = {name for name, c in connections.items() if c.backend.readonly}
-        refused = {n: g for n, g in group_by_backend(rows).items() if n in readonly}
-        kept = [row for row in rows if row.backend not in readonly]
+        refused = refused_rows(rows, {name: c.backend for name, c in connections.items()})
+        kept = [row for row in rows if row.backend not in refused]
         return cls(kept, refused, len(connections) > 1)
 
     def where(self, backends: Mapping[str, Backend]) -> str:

@@ -14,6 +14,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ckpt_tui.backends import Backend, BackendState, Fleet
+from ckpt_tui.backends.refusals import refused_rows
 from ckpt_tui.client import Outcome
 from ckpt_tui.policy.rules import KeepPolicy, Plan, PolicyError, plan
 
@@ -47,7 +48,7 @@ class Part(msgspec.Struct, frozen=True):
     @property
     def refused(self) -> str:
         """Why its deletions are refused ("" when they are not): a read-only backend."""
-        if not self.backend.readonly or not self.delete_count:
+        if self.plan is None or not refused_rows(self.plan.to_delete, {self.name: self.backend}):
             return ""
         return (
             f"{self.name} is read-only: nothing is deleted there "

@@ -172,3 +172,36 @@ async def test_progress_per_file_stop_and_resume(
             assert 0 < tap.sent < sum(map(len, FILES.values()))  # only the rest came
     finally:
         tap.release.set()
+
+
+async def test_the_whole_line_covers_every_checkpoint_chosen(
+    store: Store, clock: FixedClock, tmp_path: Path
+) -> None:
+    """Two checkpoints: the status line counts the bytes of both (those done, the one being
+    fetched, the other's size as its row knows it), not only the one being fetched."""
+    store.create_run("run-1", "base/model")
+    store.add_checkpoint("run-1", "external_weights/final", FILES)
+    store.add_checkpoint("run-1", "external_weights/early", {"small.bin": os.urandom(MiB)})
+    tap = FileTap(create_app(store, sweep_interval=None, url_signer=UrlSigner(600)))
+    tap.stall_after = 2 * MiB + MiB // 2  # final's big.bin stops there; early's files pass
+    with run_server(tap) as url:
+        app = make_app(url, tmp_path, clock)
+        try:
+            async with app.run_test(size=(120, 36)) as pilot:
+                await settle(pilot)
+                await pilot.press("2", "ctrl+a", "D")
+                await settle(pilot)
+                assert "Total: 2 checkpoints · 4.0 MiB" in screen_text(app)
+                await into(pilot, "got")
+                await pilot.press("enter")
+                await until(lambda: "big.bin  2." in screen_text(app), pilot.pause)
+                text = screen_text(app)
+                assert re.search(r"big\.bin  2\.\d MiB / 3\.0 MiB", text)  # its own line
+                whole = r"Downloading [12] of 2 final \(esc stops\): \d\.\d MiB / 4\.0 MiB"
+                assert re.search(whole + r" · [\d.]+ \w+/s · \S+ left", text)
+                tap.release.set()
+                await settle(pilot)
+                assert any("Downloaded 2 of 2" in n.message for n in app._notifications)
+        finally:
+            tap.release.set()
+    assert held(tmp_path / "got" / FOLDER) == FILES

@@ -4,7 +4,7 @@ TUI: the folder it goes to by default, and bytes, rate and time left."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.client.download.engine import Progress
@@ -70,3 +70,39 @@ class ProgressView:
             if not file.whole and meter.done > meter.done_at_start:
                 lines.append(f"{name}  {bytes_line(meter)}")
         return lines[:limit]
+
+
+class WholeProgress:
+    """Several checkpoints downloaded one after another, as one download: bytes done of the
+    total over all of them (those finished, the one being fetched, and the rest's sizes as
+    the rows know them), the rate counted from the bytes fetched in this run only."""
+
+    def __init__(self, sizes: Sequence[int | None], clock: Callable[[], float] = time.monotonic):
+        self.sizes = [size or 0 for size in sizes]
+        """Each checkpoint's size as its row knows it (0 where unknown)."""
+        self.meter = RateMeter(sum(self.sizes), clock)
+        self.index = 0
+        """The checkpoint being fetched."""
+        self.past_done = self.past_fetched = 0
+        """The bytes of the checkpoints before it: held, and fetched in this run."""
+
+    def update(self, progress: Progress) -> None:
+        """The checkpoint being fetched reported `progress`."""
+        size = progress.total or self.sizes[self.index]
+        done = self.past_done + progress.done
+        self.meter.total = self.past_done + size + sum(self.sizes[self.index + 1 :])
+        self.meter.done_at_start = done - self.past_fetched - progress.fetched
+        self.meter.update(done)
+
+    def next(self, last: Progress | None) -> None:
+        """The checkpoint being fetched is over (downloaded, failed or stopped), `last` its
+        last progress (None: it reported none); the next one starts."""
+        if last is not None:
+            self.update(last)
+            self.past_done += last.done
+            self.past_fetched += last.fetched
+        self.index = min(self.index + 1, len(self.sizes) - 1)
+
+    def line(self) -> str:
+        """'5.3 GiB / 7.4 GiB · 45.0 MiB/s · 48s left' for the whole download."""
+        return bytes_line(self.meter)

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
+from ckpt_tui.actions.fleet_action import FleetAction
 from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import KEY_REFUSED
 from ckpt_tui.backends.fleet_view import FleetCatalog, row_key, run_key
@@ -39,7 +40,7 @@ from ckpt_tui.tui.screens.browse.changes import CHANGING_ACTIONS, Changes, outco
 from ckpt_tui.tui.screens.browse.details import DetailsPane
 from ckpt_tui.tui.screens.browse.downloads import Downloads
 from ckpt_tui.tui.screens.browse.feed_screen import FeedScreen
-from ckpt_tui.tui.screens.browse.messages import ActionDone
+from ckpt_tui.tui.screens.browse.messages import ActionDone, DownloadDone, ProgressChanged
 from ckpt_tui.tui.screens.browse.panes import (
     CHECKPOINT_SORT_COLUMNS,
     RUN_SORT_COLUMNS,
@@ -48,7 +49,13 @@ from ckpt_tui.tui.screens.browse.panes import (
     show_groups,
     show_panes,
 )
-from ckpt_tui.tui.screens.browse.policy_flow import keep_policy_flow
+from ckpt_tui.tui.screens.browse.policy_flow import (
+    NOTHING_TO_CHANGE,
+    planned_change,
+    policy_dialog,
+    selection_of,
+    why_not_now,
+)
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.browse.status_lines import HeaderLine, StatusLine
 from ckpt_tui.tui.view import render
@@ -366,6 +373,23 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         if showing:
             self.refresh_views()
 
+    @on(ProgressChanged)
+    def progress_changed(self, message: ProgressChanged) -> None:
+        """A change's or a download's progress (and a download's files in flight)."""
+        self.bulk_progress, self.download_files = message.line, message.files
+
+    @on(DownloadDone)
+    def download_done(self, message: DownloadDone) -> None:
+        """Say how a download went; what was not downloaded stays (or becomes) marked."""
+        if self.is_showing:
+            self.checkpoints_table.set_marks(message.unfinished)
+        self.notify(
+            message.summary,
+            title="Download",
+            severity="warning" if message.undone else "information",
+            markup=False,
+        )
+
     # --- events ------------------------------------------------------------------------------
     @on(FastTable.Highlighted, "#runs")
     def run_highlighted(self, event: FastTable.Highlighted) -> None:
@@ -517,10 +541,6 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
             files.update(Text(lines))
             files.display = bool(lines)
 
-    @work(group="download", description="download checkpoints")
-    async def run_download(self) -> None:
-        await self.downloads.run()
-
     def action_download(self) -> None:
         self.downloads.ask()
 
@@ -614,7 +634,30 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
 
     @work(group="ask")
     async def action_keep_policy(self) -> None:
-        await keep_policy_flow(self.changes)
+        """`K`: the keep policy's dialog over the runs pointed at, then its TTLs, or its
+        deletions once the delete dialog confirms them (`policy_flow.py`)."""
+        changes, catalog = self.changes, self.catalog
+        if not changes.can_change("applying a keep policy"):
+            return
+        why_not = why_not_now(catalog, self.fleet)
+        if why_not is not None:
+            self.notify(why_not[0], severity=why_not[1], markup=False)
+            return
+        assert catalog is not None  # why_not_now says so
+        table = self.checkpoints_table
+        selection = selection_of(self.state, table.marks, table.cursor_value)
+        dialog = policy_dialog(selection, catalog, self.fleet, self.services)
+        outcome = await self.app.push_screen_wait(dialog)
+        if outcome is None:
+            return
+        change = planned_change(outcome, self.services.connections)
+        if change is None:
+            self.notify(NOTHING_TO_CHANGE, severity="warning")
+        elif isinstance(change, FleetAction):
+            changes.start(change)
+        else:
+            choice = await self.app.push_screen_wait(changes.delete_dialog(change))
+            changes.delete_chosen(change.rows, "delete (keep policy)", choice)
 
     def action_retry_failed(self) -> None:
         self.changes.retry_failed()

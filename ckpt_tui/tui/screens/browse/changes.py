@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
-
-from textual.message import Message
+from typing import Protocol
 
 from ckpt_tui.actions.bulk_action import EXPIRE_INSTEAD_TEXT, BulkAction, patch_checkpoints
 from ckpt_tui.actions.fleet_action import FleetAction
@@ -31,7 +28,7 @@ from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.client import Outcome, Stop
 from ckpt_tui.timekeeping.rate import RateMeter
 from ckpt_tui.tui.screens.browse.host import ScreenHost
-from ckpt_tui.tui.screens.browse.messages import ActionDone, NewerSnapshot
+from ckpt_tui.tui.screens.browse.messages import ActionDone, NewerSnapshot, ProgressChanged
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.delete_dialog import DeleteChoice, DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishChoice, PublishDialog
@@ -60,9 +57,9 @@ how the read-only notice names each."""
 
 
 class Host(ScreenHost, Protocol):
-    """What the actions need from the screen they act for."""
+    """What the actions read of the screen they act for: its rows, its fleet and the user's
+    choices (which rows a change goes to, and which the filter hides, depend on them)."""
 
-    bulk_progress: str
     sorted_rows: SortedRows
 
     @property
@@ -73,12 +70,6 @@ class Host(ScreenHost, Protocol):
 
     @property
     def state(self) -> BrowseState: ...
-
-    def post_message(self, message: Message) -> bool: ...
-
-    def run_worker(
-        self, work: Coroutine[Any, Any, None], *, group: str, description: str
-    ) -> object: ...
 
     def other_work(self) -> str | None:
         """What else runs that a change must wait for (a download), or None."""
@@ -112,6 +103,8 @@ class Changes:
         self.running: FleetAction | None = None
         self.stop: Stop | None = None
         """The running action's stop: esc or ctrl+c asks, then sets it."""
+        self.progress = ""
+        """The running action's progress last sent to the screen (the stop dialog shows it)."""
 
     @property
     def services(self) -> Services:
@@ -257,7 +250,7 @@ class Changes:
             self.host.notify("Nothing to change: they are all in that state already.")
             return
         self.running, self.stop = action, Stop()
-        self.host.bulk_progress = f"{action.progress_text(0)} · {STOP_HINT}"
+        self.show(f"{action.progress_text(0)} · {STOP_HINT}")
         # The worker belongs to the screen (a worker needs a Textual node); its results come
         # back as messages.
         self.host.run_worker(self.run_bulk(), group="bulk", description="apply an action")
@@ -266,13 +259,19 @@ class Changes:
         """esc or ctrl+c while an action runs: stop it? ("Keep running" is focused)."""
         if self.running is None or self.stop is None or self.stop.requested:
             return
-        running, where = self.host.bulk_progress, self.services.describe_backend()
+        running, where = self.progress, self.services.describe_backend()
         self.host.app.push_screen(StopDialog(running, where, BULK_STOP), self.stop_chosen)
+
+    def show(self, progress: str) -> None:
+        """The status line says `progress` ("" when the action is over), once it changed."""
+        if progress != self.progress:
+            self.progress = progress
+            self.host.post_message(ProgressChanged(progress))
 
     def stop_chosen(self, stop: bool | None) -> None:
         if stop and self.running is not None and self.stop is not None:
             self.stop.request()
-            self.host.bulk_progress = "Stopping: waiting for the changes already sent…"
+            self.show("Stopping: waiting for the changes already sent…")
 
     async def run_bulk(self) -> None:
         """Apply the running action while the user keeps browsing; the view follows results.
@@ -299,13 +298,13 @@ class Changes:
                 last_patch = time.monotonic()
             meter.update(done)
             if stop is None or not stop.requested:
-                self.host.bulk_progress = f"{action.progress_text(done, meter)} · {STOP_HINT}"
+                self.show(f"{action.progress_text(done, meter)} · {STOP_HINT}")
 
         try:
             await action.run(self.services.client, on_progress, stop)
         finally:
             self.running = self.stop = None
-            self.host.bulk_progress = ""
+            self.show("")
         if patching is not None:
             await patching
         await self.apply_confirmed(action, confirmed)

@@ -5,8 +5,9 @@ engine `ckpt-tui download` uses) while the user keeps browsing.
 `Downloads` is a plain object the screen owns, as `Changes` is. One download runs at a time,
 never beside a change; esc or ctrl+c asks to stop it (the `.part` files stay, so `D` again
 resumes), and quitting asks first as for a running change. The status line says bytes, rate
-and time left for the checkpoint being fetched; a panel above it says the same per file in
-flight.
+and time left for the whole download (every checkpoint chosen); a panel above it says the
+same per file in flight. What the screen shows goes to it as messages (`ProgressChanged`,
+`DownloadDone`): the screen is the only writer of its state.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from ckpt_tui.backends.fleet_view import RowKey, row_key
 from ckpt_tui.catalog import CheckpointRow, stored_only
 from ckpt_tui.client import ClientError
 from ckpt_tui.client.download import DOWNLOAD_FAILURES, Progress, Result, download
-from ckpt_tui.client.download.wording import ProgressView
+from ckpt_tui.client.download.wording import ProgressView, WholeProgress
 from ckpt_tui.sizes import format_bytes
 from ckpt_tui.tui.screens.browse.host import ScreenHost
+from ckpt_tui.tui.screens.browse.messages import DownloadDone, ProgressChanged
 from ckpt_tui.tui.screens.download_dialog import DownloadDialog, DownloadPlan
 from ckpt_tui.tui.screens.quit_dialog import StopDialog
 from ckpt_tui.words import count_of
@@ -38,17 +40,6 @@ DOWNLOAD_STOP = (
     "it. Those not downloaded stay marked."
 )
 FAILURES = (*DOWNLOAD_FAILURES, ClientError, OSError)
-
-
-class Host(ScreenHost, Protocol):
-    bulk_progress: str
-    """The status line's progress of what runs (a change or a download)."""
-    download_files: str
-    """One line per file in flight, above the status line."""
-
-    def run_download(self) -> object:
-        """Start `Downloads.run` in the screen's worker."""
-        ...
 
 
 class Targets(Protocol):
@@ -98,7 +89,7 @@ class DownloadJob:
 class Downloads:
     """Ask where, then download, one checkpoint after another, for the screen `host`."""
 
-    def __init__(self, host: Host, changes: Targets) -> None:
+    def __init__(self, host: ScreenHost, changes: Targets) -> None:
         self.host = host
         self.changes = changes
         self.into = "."
@@ -108,7 +99,10 @@ class Downloads:
         self.shown_at = 0.0
         self.redraw_due = False
         self.title = ""
+        self.line = ""
+        """The status line's progress last sent to the screen (the stop dialog shows it)."""
         self.view = ProgressView()
+        self.whole = WholeProgress([])
 
     def ask(self) -> None:
         """`D`: the marked or highlighted checkpoints; the dialog asks where."""
@@ -136,8 +130,14 @@ class Downloads:
         if plan is None:
             return
         self.running, self.into = DownloadJob(plan), str(plan.parent)
-        self.host.bulk_progress = f"Downloading {count_of(len(plan.rows), 'checkpoint')}…"
-        self.host.run_download()
+        self.whole = WholeProgress([row.size.bytes for row in plan.rows])
+        self.show(f"Downloading {count_of(len(plan.rows), 'checkpoint')}…")
+        # The worker belongs to the screen (a worker needs a Textual node).
+        self.host.run_worker(self.run(), group="download", description="download checkpoints")
+
+    def show(self, line: str, files: str = "") -> None:
+        self.line = line
+        self.host.post_message(ProgressChanged(line, files))
 
     def ask_stop(self) -> None:
         """esc or ctrl+c while downloading: stop? ("Keep running" is focused)."""
@@ -145,7 +145,7 @@ class Downloads:
         if job is None or job.stop_asked:
             return
         where = self.host.services.describe_backend()
-        dialog = StopDialog(self.host.bulk_progress, where, DOWNLOAD_STOP)
+        dialog = StopDialog(self.line, where, DOWNLOAD_STOP)
         self.host.app.push_screen(dialog, lambda stop: self.stop() if stop else None)
 
     def stop(self) -> None:
@@ -169,9 +169,9 @@ class Downloads:
         finally:
             self.running = None
             self.fetching = None
-            self.host.bulk_progress = ""
-            self.host.download_files = ""
-        self.finish(job)
+            self.show("")
+        text, undone = job.summary(job.plan.parent.expanduser().resolve())
+        self.host.post_message(DownloadDone(text, undone, job.unfinished))
 
     async def one(self, job: DownloadJob, row: CheckpointRow, index: int) -> None:
         client = self.host.services.client(row.backend)
@@ -179,10 +179,12 @@ class Downloads:
         count = len(job.plan.rows)
         self.title = f"Downloading{f' {index} of {count}' if count > 1 else ''} {row.name}"
         self.view = view = ProgressView()
+        job.kept = None
 
         def arrived(progress: Progress) -> None:
             job.kept = progress
             view.update(progress)
+            self.whole.update(progress)
             self.redraw_soon()
 
         self.fetching = asyncio.ensure_future(
@@ -196,6 +198,8 @@ class Downloads:
             job.stopped = row_key(row)
         except FAILURES as exc:
             job.failed[row_key(row)] = str(exc)
+        finally:
+            self.whole.next(job.kept)
 
     def redraw_soon(self) -> None:
         """Show the progress now, or once `REDRAW_SECONDS` have passed since it was last
@@ -210,18 +214,8 @@ class Downloads:
 
     def redraw(self) -> None:
         self.redraw_due = False
-        if self.running is None or not self.host.is_showing:
-            return  # finished (its lines are cleared) or the screen is going
+        if self.running is None:
+            return  # finished: its lines are cleared
         self.shown_at = time.monotonic()
-        self.host.bulk_progress = f"{self.title} (esc stops): {self.view.whole_line(files=False)}"
-        self.host.download_files = "\n".join(self.view.file_lines(FILE_LINES))
-
-    def finish(self, job: DownloadJob) -> None:
-        """Say how it went; what was not downloaded stays (or becomes) marked."""
-        host = self.host
-        if host.is_showing:
-            host.checkpoints_table.set_marks(job.unfinished)
-        text, undone = job.summary(job.plan.parent.expanduser().resolve())
-        host.notify(
-            text, title="Download", severity="warning" if undone else "information", markup=False
-        )
+        files = "\n".join(self.view.file_lines(FILE_LINES))
+        self.show(f"{self.title} (esc stops): {self.whole.line()}", files)

@@ -1,13 +1,15 @@
 """What the plain objects working for the browse screen (its changes, its downloads) use of it.
 
-They name the screen by these protocols, never by its class, so no module imports back.
+They name the screen by this protocol, never by its class, so no module imports back.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from textual.app import App
+from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from ckpt_tui.catalog import CheckpointRow
@@ -17,7 +19,11 @@ from ckpt_tui.tui.widgets.fast_table import FastTable
 
 
 class ScreenHost(Protocol):
-    """The app's services, the screen's rows and table, and its notices."""
+    """What `Changes` and `Downloads` ask of the screen: the app's services, its rows (read
+    only), its dialogs (through `app`), notices and workers. They write none of the screen's
+    state: what it shows of their work goes to it as messages (`post_message`), and its own
+    handlers apply them. A protocol, not the class, so that no module imports the screen back.
+    """
 
     services: Services
 
@@ -27,12 +33,6 @@ class ScreenHost(Protocol):
 
     @property
     def app(self) -> App[object]: ...
-
-    @property
-    def is_showing(self) -> bool:
-        """Its widgets are there to update: a worker, or a thread's callback, may finish after
-        the screen began to go (as the app quits), and must then touch none of them."""
-        ...
 
     @property
     def checkpoints_table(self) -> FastTable[CheckpointRow]: ...
@@ -46,3 +46,9 @@ class ScreenHost(Protocol):
         timeout: float | None = None,
         markup: bool = True,
     ) -> None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def run_worker(
+        self, work: Coroutine[Any, Any, None], *, group: str, description: str
+    ) -> object: ...

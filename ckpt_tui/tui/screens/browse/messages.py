@@ -14,6 +14,7 @@ from textual.message import Message
 from ckpt_tui.actions.fleet_action import FleetAction
 from ckpt_tui.backends import BackendState
 from ckpt_tui.backends.fleet import UNREACHABLE, ErrorKind
+from ckpt_tui.backends.fleet_view import RowKey
 from ckpt_tui.catalog.snapshot import Snapshot
 
 
@@ -80,3 +81,22 @@ class ActionDone(Message):
 
     action: FleetAction
     log_problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProgressChanged(Message):
+    """What runs (a change or a download) says how far it is: the status line's progress
+    ("" when it is over), and while a download runs, one line per file in flight."""
+
+    line: str
+    files: str = ""
+
+
+@dataclass
+class DownloadDone(Message):
+    """A download has finished or stopped: what the notice says, whether anything is left
+    undone, and the checkpoints not downloaded (they stay, or become, marked)."""
+
+    summary: str
+    undone: bool
+    unfinished: list[RowKey]

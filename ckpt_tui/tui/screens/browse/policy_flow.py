@@ -1,5 +1,9 @@
 """`K`: plan deletions by a keep policy, confirm them, and run them as one bulk action.
 
+What the screen asks here, given what it shows: why no policy can be planned now, the
+dialog, and what a chosen policy changes; the screen shows the notices and dialogs and hands
+the change to `Changes`, so nothing here calls back into it.
+
 The scope is the runs holding the marked checkpoints; without marks, the highlighted run (the
 run list's in the by-run view, the highlighted checkpoint's elsewhere), or every run of a
 highlighted backend row; the dialog can widen it to every run. Deleting goes through the
@@ -9,16 +13,20 @@ TTL on the same checkpoints.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+
+from textual.notifications import SeverityLevel
 
 from ckpt_tui.actions.fleet_action import FleetAction
 from ckpt_tui.actions.owners import Targets
+from ckpt_tui.backends import Connection, Fleet
 from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, row_key, run_key
-from ckpt_tui.catalog import RunSummary
+from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.timekeeping.ttl import format_duration
-from ckpt_tui.tui.screens.browse.changes import Changes
+from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.keep_policy_dialog import KeepPolicyDialog, PolicyOutcome
+from ckpt_tui.tui.view.state import BrowseState
 
 
 @dataclass(frozen=True)
@@ -51,68 +59,64 @@ def policy_scope(selection: Selection, catalog: FleetCatalog) -> tuple[list[RunS
     return list(catalog.runs), f"all {len(catalog.runs)} runs"
 
 
-def selection_of(changes: Changes) -> Selection:
-    host = changes.host
-    table, state = host.checkpoints_table, host.state
+def selection_of(
+    state: BrowseState, marks: frozenset[Hashable], cursor: CheckpointRow | None
+) -> Selection:
+    """The marks, and the run list's highlighted run in the by-run view, else the
+    highlighted checkpoint's run."""
     key = state.run_key
     if state.view != "runs":
-        row = table.cursor_value
-        key = None if row is None else (row.backend, row.run_id)
-    return Selection(table.marks, key)
+        key = None if cursor is None else (cursor.backend, cursor.run_id)
+    return Selection(marks, key)
 
 
-async def keep_policy_flow(changes: Changes) -> None:
-    """Open the dialog; then confirm and start the deletion, or set the TTL instead."""
-    if not changes.can_change("applying a keep policy"):
-        return
-    host = changes.host
-    catalog = host.catalog
+def why_not_now(catalog: FleetCatalog | None, fleet: Fleet) -> tuple[str, SeverityLevel] | None:
+    """Why no keep policy can be planned now (nothing loaded, or a partial list), and how
+    the notice says it; None when one can."""
     if catalog is None or not catalog.runs:
-        host.notify("Nothing loaded yet: wait for the runs to appear, then press k again.")
-        return
-    partial = host.fleet.incomplete()
+        return "Nothing loaded yet: wait for the runs to appear, then press k again.", "information"
+    partial = fleet.incomplete()
     if partial:
-        host.notify(
+        return (
             f"No keep policy on a partial list: {'; '.join(partial)}. Refresh (r) and try "
             "again once the whole list is read.",
-            severity="warning",
-            markup=False,
+            "warning",
         )
-        return
-    runs, label = policy_scope(selection_of(changes), catalog)
-    services = changes.services
-    dialog = KeepPolicyDialog(
+    return None
+
+
+def policy_dialog(
+    selection: Selection, catalog: FleetCatalog, fleet: Fleet, services: Services
+) -> KeepPolicyDialog:
+    runs, label = policy_scope(selection, catalog)
+    return KeepPolicyDialog(
         runs,
         label,
         services.clock.now(),
-        {state.name: state.rate for state in host.fleet.states},
+        {state.name: state.rate for state in fleet.states},
         all_runs=list(catalog.runs),
         describe=services.describe_backend,
     )
-    outcome = await host.app.push_screen_wait(dialog)
-    if outcome is not None:
-        await start_plan(changes, outcome)
 
 
-async def start_plan(changes: Changes, outcome: PolicyOutcome) -> None:
-    """Each backend's part to its owner; a read-only backend's part is left out, and said so.
-    The deletions run as one `FleetAction`, as `prune`'s do (`ckpt_tui.actions.keep_policy`),
-    once the delete dialog has confirmed them."""
-    targets = Targets.split(outcome.plan.to_delete, changes.services.connections)
+NOTHING_TO_CHANGE = (
+    "Nothing to change: every checkpoint the policy would remove is on a read-only backend."
+)
+
+
+def planned_change(
+    outcome: PolicyOutcome, connections: Mapping[str, Connection]
+) -> FleetAction | Targets | None:
+    """What a chosen policy does: TTLs set at once (a `FleetAction`), or deletions that the
+    delete dialog confirms first (their `Targets`), as `prune`'s run as one action
+    (`ckpt_tui.actions.keep_policy`); None when every one is on a read-only backend (each
+    backend's part goes to its owner, a read-only one's is left out, and said so)."""
+    targets = Targets.split(outcome.plan.to_delete, connections)
     rows = targets.rows
     if not rows:
-        changes.host.notify(
-            "Nothing to change: every checkpoint the policy would remove is on a read-only "
-            "backend.",
-            severity="warning",
-        )
-        return
+        return None
     if outcome.mode == "ttl":
         seconds = outcome.ttl_seconds
         label = f"expire in {format_duration(seconds or 0)} (keep policy)"
-        changes.start(
-            FleetAction.of("ttl", rows, label, dict.fromkeys(map(row_key, rows), seconds))
-        )
-        return
-    choice = await changes.host.app.push_screen_wait(changes.delete_dialog(targets))
-    changes.delete_chosen(rows, "delete (keep policy)", choice)
+        return FleetAction.of("ttl", rows, label, dict.fromkeys(map(row_key, rows), seconds))
+    return targets
