@@ -13,7 +13,7 @@ from ckpt_tui.catalog.query import search_index
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.training.logdirs import LogDirDiscovery
-from ckpt_tui.tui.view.state import BrowseState, visible_runs
+from ckpt_tui.tui.view.state import BrowseState, SortedRows, visible_runs
 from tests.support.dialogs import NOW, GiB, ckpt
 
 
@@ -29,8 +29,10 @@ def backend(name: str, runs: dict[str, list[str]]) -> BackendState:
     return BackendState(Backend(name, "local", f"/data/{name}"), snapshot, complete=True)
 
 
-def kept(catalog: FleetCatalog, text: str) -> list[tuple[str, str]]:
-    runs = visible_runs(catalog, replace(BrowseState(), filter_text=text))
+def kept(
+    catalog: FleetCatalog, text: str, cache: SortedRows | None = None
+) -> list[tuple[str, str]]:
+    runs = visible_runs(catalog, replace(BrowseState(), filter_text=text), cache)
     return [(run.backend, run.run_id) for run in runs]
 
 
@@ -52,6 +54,26 @@ def test_a_filter_keeps_the_runs_whose_name_backend_or_some_checkpoint_matches()
     assert kept(catalog, "beta") == [("beta", "run-c")]  # by the backend's name
     assert kept(catalog, "alpha\x00run-b\ntinker") == [("alpha", "run-b")]  # name and row
     assert kept(catalog, "nothing like it") == []
+
+
+def test_typing_narrows_the_runs_searched_and_a_deletion_or_a_new_catalog_searches_all() -> None:
+    runs = {"run-a": ["step-1", "step-2"], "run-b": ["final"], "other": ["step-9"]}
+    catalog = FleetCatalog(Fleet((backend("alpha", runs),)))
+    cache = SortedRows()  # (sorted: the order of runs is not what is checked here)
+    assert sorted(kept(catalog, "s", cache)) == [
+        ("alpha", "other"),
+        ("alpha", "run-a"),
+        ("alpha", "run-b"),
+    ]
+    assert sorted(kept(catalog, "st", cache)) == [("alpha", "other"), ("alpha", "run-a")]
+    assert sorted(kept(catalog, "step-2", cache)) == [("alpha", "run-a")]
+    assert sorted(kept(catalog, "step-", cache)) == [
+        ("alpha", "other"),
+        ("alpha", "run-a"),
+    ]  # backspace
+    assert sorted(kept(catalog, "fin", cache)) == [("alpha", "run-b")]  # not a narrowing of "step-"
+    fresh = FleetCatalog(Fleet((backend("alpha", {"run-c": ["final-2"], **runs}),)))
+    assert sorted(kept(fresh, "final", cache)) == [("alpha", "run-b"), ("alpha", "run-c")]
 
 
 def test_a_backend_name_alone_keeps_nothing_when_one_backend_is_open() -> None:

@@ -130,14 +130,15 @@ class BrowseState:
         return " · ".join(words)
 
 
-def visible_runs(catalog: FleetCatalog, state: BrowseState) -> list[RunSummary]:
+def visible_runs(
+    catalog: FleetCatalog, state: BrowseState, cache: SortedRows | None = None
+) -> list[RunSummary]:
     """Runs with at least one row the filter keeps (all runs when there is no filter), in the
     runs pane's order."""
     if not state.filter_text:
         return sort_runs(catalog.runs, state.run_sort)
     needle = state.filter_text.strip().lower()
-    several = catalog.several
-    kept = [run for run in catalog.runs if run_matches(run, needle, several)]
+    kept = (cache or SortedRows()).runs_matching(catalog, needle)
     return sort_runs(kept, state.run_sort)
 
 
@@ -199,6 +200,7 @@ class SortedRows:
             None,
             {},
         )
+        self._runs_found: tuple[FleetCatalog | None, str, list[RunSummary]] = (None, "", [])
 
     @staticmethod
     def key_of(catalog: FleetCatalog, state: BrowseState) -> tuple[object, ...]:
@@ -249,6 +251,17 @@ class SortedRows:
         if found is None:
             found = self._widths[1][key] = measure(self.index(catalog, state).rows)
         return found
+
+    def runs_matching(self, catalog: FleetCatalog, needle: str) -> list[RunSummary]:
+        """The runs a filter (`needle`, lowercased) keeps, in catalog order. While the user
+        types, a needle holding the last one only searches the runs the last one kept."""
+        last_catalog, last_needle, last_kept = self._runs_found
+        narrowing = last_catalog is catalog and last_needle and last_needle in needle
+        several = catalog.several
+        runs = last_kept if narrowing else catalog.runs
+        kept = [run for run in runs if run_matches(run, needle, several)]
+        self._runs_found = (catalog, needle, kept)
+        return kept
 
     def warm(self, catalog: FleetCatalog, state: BrowseState) -> None:
         """Sort the all-checkpoints view by every key, both ways, ahead of the key presses.

@@ -105,7 +105,7 @@ def show_panes(
     metric_key = current_metric(catalog, state)
     if runs_table.display:
         if not catalog.several:
-            runs_table.set_rows(visible_runs(catalog, state))
+            runs_table.set_rows(visible_runs(catalog, state, sorted_rows))
         run_sort = state.run_sort
         column = RUN_SORT_INDICATOR.get(run_sort.key) if run_sort.key else None
         runs_table.set_sort_indicator(column, run_sort.reverse != (column == "size"))
@@ -142,6 +142,6 @@ def show_groups(
 ) -> None:
     """The runs pane over several backends: each backend's row, loaded or not, its runs
     (filtered and sorted as one backend's would be) below it unless folded."""
-    runs = visible_runs(catalog, state) if catalog is not None else []
+    runs = visible_runs(catalog, state, sorted_rows) if catalog is not None else []
     filtering = bool(state.filter_text)
     runs_table.set_rows(grouped_runs(fleet, runs, folded, loading, filtering))
