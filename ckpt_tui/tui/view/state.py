@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, contains
 from typing import Any, Literal
 
-from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey, run_key
+from ckpt_tui.backends.fleet_view import FleetCatalog, RunKey
 from ckpt_tui.catalog import CheckpointRow, RunSummary
 from ckpt_tui.catalog.join import metric_choices
 from ckpt_tui.catalog.query import (
@@ -137,14 +138,24 @@ def visible_runs(
     if not state.filter_text:
         return sort_runs(catalog.runs, state.run_sort)
     needle = state.filter_text.strip().lower()
-    rows = (cache or SortedRows()).index_of_all(catalog).filter(needle)
-    matching = set(map(attrgetter("backend", "run_id"), rows))
-    kept = [
-        run
-        for run in catalog.runs
-        if run_key(run) in matching or needle in run_haystack(run, catalog.several)
-    ]
+    kept = (cache or SortedRows()).runs_matching(catalog, needle)
     return sort_runs(kept, state.run_sort)
+
+
+def run_matches(run: RunSummary, needle: str, with_backend: bool) -> bool:
+    """Whether a filter (`needle`, lowercased) keeps `run`: by its name, or by the first of
+    its rows that matches (the rows after it are not searched; a key press used to filter
+    every row of every run and make a set of 100,000 (backend, run) pairs from them)."""
+    if needle in run_haystack(run, with_backend):
+        return True  # with several backends this covers the backend's name too
+    # A needle holding the NUL between a backend's name and a row's text (not typed, but
+    # pasteable) can only match the two together.
+    whole = with_backend and "\x00" in needle
+    texts = map(backend_haystack if whole else HAYSTACK, run.rows)
+    return any(map(contains, texts, repeat(needle)))
+
+
+HAYSTACK = attrgetter("haystack")
 
 
 def run_haystack(run: RunSummary, with_backend: bool) -> str:
@@ -189,6 +200,7 @@ class SortedRows:
             None,
             {},
         )
+        self._runs_found: tuple[FleetCatalog | None, str, list[RunSummary]] = (None, "", [])
 
     @staticmethod
     def key_of(catalog: FleetCatalog, state: BrowseState) -> tuple[object, ...]:
@@ -240,13 +252,16 @@ class SortedRows:
             found = self._widths[1][key] = measure(self.index(catalog, state).rows)
         return found
 
-    def index_of_all(self, catalog: FleetCatalog) -> SubstringIndex[CheckpointRow]:
-        """Every row in catalog order (for which runs a filter keeps)."""
-        orders = self.orders(catalog)
-        found = orders.get(ALL_ROWS)
-        if found is None:
-            found = orders[ALL_ROWS] = rows_index(catalog, catalog.rows)
-        return found
+    def runs_matching(self, catalog: FleetCatalog, needle: str) -> list[RunSummary]:
+        """The runs a filter (`needle`, lowercased) keeps, in catalog order. While the user
+        types, a needle holding the last one only searches the runs the last one kept."""
+        last_catalog, last_needle, last_kept = self._runs_found
+        narrowing = last_catalog is catalog and last_needle and last_needle in needle
+        several = catalog.several
+        runs = last_kept if narrowing else catalog.runs
+        kept = [run for run in runs if run_matches(run, needle, several)]
+        self._runs_found = (catalog, needle, kept)
+        return kept
 
     def warm(self, catalog: FleetCatalog, state: BrowseState) -> None:
         """Sort the all-checkpoints view by every key, both ways, ahead of the key presses.
@@ -254,13 +269,6 @@ class SortedRows:
         Meant for a worker thread: it only adds to `catalog`'s orders while that catalog is
         still the current one, and never replaces the current one.
         """
-        current, orders = self._current
-        if current is not catalog:
-            return
-        found = orders.get(ALL_ROWS)
-        if found is None:
-            found = orders.setdefault(ALL_ROWS, rows_index(catalog, catalog.rows))
-        found.haystacks()
         for key in SORT_KEYS:
             for reverse in (False, True):
                 probe = replace(state, view="all", sort=Sort(key, reverse, state.sort.metric))
@@ -273,14 +281,12 @@ class SortedRows:
                 orders[cache_key].haystacks()
 
 
-ALL_ROWS = ("catalog order",)
-
-
 def visible_rows(
     catalog: FleetCatalog, state: BrowseState, now: datetime, cache: SortedRows | None = None
-) -> list[CheckpointRow]:
-    """The checkpoint table's rows for the current view, filtered and ordered."""
-    rows = (cache or SortedRows()).index(catalog, state).filter(state.filter_text)
+) -> Sequence[CheckpointRow]:
+    """The checkpoint table's rows for the current view, filtered and ordered (the index's
+    own tuple, not a copy, when the filter keeps every row: the table keeps it as it is)."""
+    rows = (cache or SortedRows()).index(catalog, state).matches(state.filter_text)
     if state.view == "expiring":
         return expiring_rows(rows, now, state.window)
     return rows
