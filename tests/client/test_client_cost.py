@@ -19,7 +19,7 @@ import pytest
 
 from ckpt_tui.client import CheckpointClient, Endpoint, run_bulk
 from ckpt_tui.client.client import PAGE_CONCURRENCY
-from ckpt_tui.client.lanes import LANE_WIDTH, LanesTransport, lane_count
+from ckpt_tui.client.lanes import LANE_WIDTH, LanesTransport, environment_proxy, lane_count
 from ckpt_tui.store import Store
 from tests.support.seed import seed_store
 
@@ -118,3 +118,19 @@ def test_an_in_process_backend_has_no_lanes() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(200))
     client = CheckpointClient(Endpoint.remote("http://backend"), transport=transport)
     assert client.lanes is None
+
+
+def test_lanes_use_the_proxy_the_environment_names_as_httpx_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert environment_proxy("https://api.example") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert environment_proxy("https://api.example") == "http://proxy.example:3128"
+    assert environment_proxy("http://api.example") is None
+    monkeypatch.setenv("ALL_PROXY", "http://all.example:3128")
+    assert environment_proxy("http://api.example") == "http://all.example:3128"
+    monkeypatch.setenv("NO_PROXY", "api.example")
+    assert environment_proxy("https://api.example") is None
