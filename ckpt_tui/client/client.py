@@ -44,7 +44,7 @@ from ckpt_tui.client.errors import (
     ReadOnlyError,
     decoded,
 )
-from ckpt_tui.client.lanes import Lanes, lane_count, lane_limits
+from ckpt_tui.client.lanes import LanesTransport, lane_count, lane_transport
 from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT, Pace
 from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
@@ -59,8 +59,6 @@ page (a server that serves fewer is paged by what it serves). Each request costs
 CPU time of its own: `ls --json` over bench_ls.py's store, run turn about with pages of
 5,000, took 565 ms of CPU time against 604."""
 RUNS_PAGE_SIZE = 1000
-HTTPX_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-"""httpx's own default pool, for reads (changes go over lanes)."""
 """Runs asked for per page: 1,000 runs in one request rather than ten (a server that serves
 fewer is paged by what it serves)."""
 PAGE_CONCURRENCY = 16
@@ -175,24 +173,22 @@ class CheckpointClient:
         self.session = Session(endpoint, self._send_start_up)
         self._timeouts = timeouts or Timeouts()
         self._transport = transport
-        self._http = self._http_client()
-        # Over the network, changes go over lanes of small pools (ckpt_tui.client.lanes);
-        # an in-process transport has no pool to spare.
-        self._lanes = (
-            Lanes(lambda: self._http_client(lane_limits()), lane_count(self.pace.ceiling))
-            if transport is None
-            else None
-        )
-
-    def _http_client(self, limits: httpx.Limits = HTTPX_LIMITS) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.endpoint.base_url,
+        self.lanes: LanesTransport | None = None
+        """Over the network, requests go over lanes of small pools (ckpt_tui.client.lanes):
+        enough for the pace's ceiling of changes and a listing's pages beside them. An
+        in-process transport has no pool to spare."""
+        if transport is None:
+            verify = tls_verification(endpoint.base_url)
+            self.lanes = LanesTransport(
+                lambda: lane_transport(endpoint.base_url, verify),
+                lane_count(self.pace.ceiling + PAGE_CONCURRENCY),
+            )
+        self._http = httpx.AsyncClient(
+            base_url=endpoint.base_url,
             headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=self._timeouts.to_httpx(),
-            transport=self._transport,
+            transport=transport or self.lanes,
             auth=self.session,
-            verify=tls_verification(self.endpoint.base_url),
-            limits=limits,
         )
 
     async def __aenter__(self) -> CheckpointClient:
@@ -214,8 +210,6 @@ class CheckpointClient:
         """Close connections (and the local store, in local mode)."""
         await self.session.aclose()
         await self._http.aclose()
-        if self._lanes is not None:
-            await self._lanes.aclose()
         if self._on_close is not None:
             self._on_close()
             self._on_close = None
@@ -239,10 +233,7 @@ class CheckpointClient:
                 f"read-only mode: {call.subject} was not changed on "
                 f"{self._target.display_url} (start without --readonly to change it)"
             )
-        if self._lanes is None:
-            return await send_with_retries(self._http, call, self.retry, self._target, self.pace)
-        async with self._lanes.lane() as http:
-            return await send_with_retries(http, call, self.retry, self._target, self.pace)
+        return await send_with_retries(self._http, call, self.retry, self._target, self.pace)
 
     async def _decode(self, call: Call, decoder: msgspec.json.Decoder[T]) -> T:
         """The answer's bytes decoded into the API type; BadResponse naming what was wrong."""

@@ -19,6 +19,7 @@ from ckpt_tui.client.download import (
     Progress,
     VerifyError,
     download,
+    engine,
 )
 from ckpt_tui.server import create_app
 from ckpt_tui.server.signing import UrlSigner
@@ -270,3 +271,32 @@ async def test_progress_goes_file_by_file_and_a_cancelled_download_resumes(
     assert {name: (f.size, f.done, f.whole) for name, f in last.items()} == {
         name: (len(data), len(data), True) for name, data in files.items()
     }
+
+
+@pytest.mark.parametrize("seconds", [1e9, 0.0])
+async def test_worker_threads_report_every_few_mebibytes_or_when_a_report_is_overdue(
+    store: Store, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, seconds: float
+) -> None:
+    """Each report wakes the event loop: a fast download reports every `REPORT_BYTES`, and a
+    slow one (here: every report overdue at once) reports each chunk as it comes."""
+    size = 6 * engine.REPORT_BYTES
+    monkeypatch.setattr(engine, "REPORT_SECONDS", seconds)
+    store.create_run("run-1", "base/model")
+    store.add_checkpoint("run-1", "external_weights/final", {"big.bin": bytes(size)})
+    reports: list[int] = []
+    app = create_app(store, sweep_interval=None, url_signer=UrlSigner(600))
+    with run_server(app) as base:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
+            await download(
+                client,
+                PATH,
+                tmp_path / "out",
+                clock=clock,
+                on_progress=lambda p: reports.append(p.done),
+            )
+    assert reports[-1] == size
+    from_bytes = [done for done in reports if 0 < done < size]
+    if seconds:
+        assert len(from_bytes) <= size // engine.REPORT_BYTES  # the start, and whole: 2 more
+    else:
+        assert len(from_bytes) > size // engine.REPORT_BYTES

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,13 @@ FILES_IN_FLIGHT = 4
 SEGMENT_BYTES = 256 * 1024 * 1024
 """Bytes asked for per request: each request takes a URL from the book, so a long file's
 URLs are signed again between segments when they near expiry."""
-REPORT_BYTES = 1024 * 1024
-"""Bytes a worker thread reads between progress reports (each one wakes the event loop)."""
+REPORT_BYTES = 4 * 1024 * 1024
+"""Bytes a worker thread reads between progress reports (each one wakes the event loop):
+1 GiB in 8 shards took 1.58 s of the client's CPU time reporting every 4 MiB against
+1.78-1.89 s every 1 MiB (serve on loopback, two runs each)."""
+REPORT_SECONDS = 0.25
+"""... or sooner, once this long has passed since its last report, so a slow link still
+shows its progress."""
 MAX_ATTEMPTS = 5
 """Connection failures per file before the download gives up (a rerun resumes)."""
 
@@ -266,7 +272,7 @@ class _Job:
     ) -> tuple[int, int]:
         """(status, offset reached): a ranged GET of `url` written into `fd` (then closed)."""
         assert self.blocking is not None
-        unreported = 0
+        unreported, reported_at = 0, time.monotonic()
         try:
             if stop.is_set():  # cancelled before this thread began: ask for nothing
                 return 0, offset
@@ -282,9 +288,9 @@ class _Job:
                         break
                     offset = _write_chunk(fd, chunk, offset, spec, part)
                     unreported += len(chunk)
-                    if unreported >= REPORT_BYTES:
+                    if unreported >= REPORT_BYTES or _overdue(reported_at):
                         self._count(spec.name, unreported)
-                        unreported = 0
+                        unreported, reported_at = 0, time.monotonic()
                 return answer.status_code, offset
         finally:
             self._count(spec.name, unreported)  # also what arrived before a cut
@@ -341,6 +347,10 @@ class _RenewingStream:
     async def __aexit__(self, *exc: object) -> None:
         if self.answer is not None:
             await self.answer.aclose()
+
+
+def _overdue(reported_at: float) -> bool:
+    return time.monotonic() - reported_at >= REPORT_SECONDS
 
 
 def _write_chunk(fd: int, chunk: bytes, offset: int, spec: FileSpec, part: Path) -> int:
