@@ -8,7 +8,9 @@ Tinker `runs/<run>/weights/<n>/` with an adapter and its config, and `run.json` 
 Trainer `checkpoint-<step>/` with model.safetensors, config.json, trainer_state.json and
 optimizer.pt), put straight into the server's memory. Then, behind a loopback proxy holding
 every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, turn about:
-- `ckpt-tui --local s3://bench/team ls --json` (this checkout's, or `--ckpt-tui PATH`);
+- `ckpt-tui --local s3://bench/team ls --json` (this checkout's, or `--ckpt-tui PATH`), cold
+  (an empty cache folder, `XDG_CACHE_HOME`: every file start is read from the bucket) and then
+  warm (the cache folder the cold run of the same turn filled: only the listing is sent);
 - `rclone lsjson -R --no-mimetype --use-server-modtime bench:bench/team` (Debian's rclone,
   its S3 remote configured by environment variables);
 - the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`.
@@ -34,6 +36,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Event
 
 BUCKET, PREFIX = "bench", "team"
+COLD = "ckpt-tui ls --json, cold cache"
+WARM = "ckpt-tui ls --json, warm cache"
 PER_RUN = 100
 
 
@@ -258,20 +263,21 @@ def main() -> None:
                 RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE="true",
             )
             rclone = [args.rclone, "lsjson", "-R", "--no-mimetype", "--use-server-modtime"]
+            ls = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "ls", "--json"]
             commands = {
-                "ckpt-tui ls --json": (
-                    [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "ls", "--json"],
-                    ckpt_tui_count, args.checkpoints,
-                ),
+                COLD: (ls, ckpt_tui_count, args.checkpoints),
+                WARM: (ls, ckpt_tui_count, args.checkpoints),
                 "rclone lsjson -R": ([*rclone, f"bench:{BUCKET}/{PREFIX}"], rclone_count, objects),
             }  # fmt: skip
             if not args.no_fast_list:
                 fast = [*rclone, "--fast-list", f"bench:{BUCKET}/{PREFIX}"]
                 commands["rclone lsjson -R --fast-list"] = (fast, rclone_count, objects)
             times: dict[str, list[float]] = {name: [] for name in commands}
+            caches = tempfile.TemporaryDirectory(prefix="bench-bucket-cache-")
             for rep in range(0 if args.only_prune else args.reps):
+                cache = os.path.join(caches.name, str(rep))  # COLD fills it, WARM reads it
                 for name, (command, count, expected) in commands.items():
-                    seconds, out = timed(command, env)
+                    seconds, out = timed(command, {**env, "XDG_CACHE_HOME": cache})
                     whole = count(out) == expected
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
@@ -285,10 +291,12 @@ def main() -> None:
     print(f"\n{args.checkpoints:,} checkpoints, {objects:,} objects on moto, "
           f"+{args.latency * 1000:.0f} ms per request, median of {args.reps}:")  # fmt: skip
     medians = {name: statistics.median(values) for name, values in times.items()}
-    ours = medians["ckpt-tui ls --json"]
     for name, median in medians.items():
-        ratio = "" if median is ours else f"  ({median / ours:.2f}x ckpt-tui's time)"
-        print(f"  {name:32} {median:7.2f} s{ratio}")
+        print(f"  {name:32} {median:7.2f} s")
+    fastest = min(median for name, median in medians.items() if name.startswith("rclone"))
+    for name in (COLD, WARM):
+        print(f"  rclone's fastest / {name}: {fastest / medians[name]:.2f}x "
+              f"({'faster' if medians[name] < fastest else 'slower'} than rclone)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ class TappedBucket(ObjectStorage):
         assert location is not None
         plain = ObjectStorage.open(location)
         tapped = cls(plain._store, plain.url, plain.root)
+        tapped.cache_scope = plain.cache_scope
         tapped.reads, tapped.failing_keys, tapped.failing_listing = [], set(), False
         return tapped
 

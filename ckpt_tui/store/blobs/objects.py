@@ -33,6 +33,10 @@ class ObjectStorage:
         self._store = store
         self._url = url
         self._root = prefix.strip("/")
+        self.cache_scope: str | None = None
+        """What tells this bucket from another of the same name (its endpoint and location):
+        the key of what is kept of it on this machine (`bucket.read_cache`). None for a
+        memory or local store, whose ETags are counters or file times, not the contents'."""
 
     @classmethod
     def open(cls, location: BucketLocation) -> ObjectStorage:
@@ -66,7 +70,10 @@ class ObjectStorage:
             )
         except Exception as exc:  # obstore raises its own kinds and ValueError
             raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
-        return cls(store, location.url, location.prefix)
+        opened = cls(store, location.url, location.prefix)
+        account = os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if location.scheme == "az" else None
+        opened.cache_scope = f"{endpoint or ''}\0{account or ''}\0{location.url}"
+        return opened
 
     @property
     def url(self) -> str:
