@@ -231,6 +231,12 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--cold-reps",
+        type=int,
+        help="cold runs (the first turns; default --reps): later "
+        "turns time the warm run on the first turn's cache",
+    )
     parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
     parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
@@ -275,8 +281,11 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name in commands}
             caches = tempfile.TemporaryDirectory(prefix="bench-bucket-cache-")
             for rep in range(0 if args.only_prune else args.reps):
-                cache = os.path.join(caches.name, str(rep))  # COLD fills it, WARM reads it
-                for name, (command, count, expected) in commands.items():
+                cold_reps = args.reps if args.cold_reps is None else args.cold_reps
+                cache = os.path.join(caches.name, str(min(rep, cold_reps - 1)))
+                for name, (command, count, expected) in commands.items():  # COLD fills it
+                    if name == COLD and rep >= cold_reps:
+                        continue
                     seconds, out = timed(command, {**env, "XDG_CACHE_HOME": cache})
                     whole = count(out) == expected
                     times[name].append(seconds)

@@ -1,22 +1,30 @@
 """The local cache of a bucket's file starts (`store/bucket/read_cache.py`), against a real S3
 server (moto): a second open reads no object that did not change, a replaced object (a new
 ETag) is read again, and a damaged or foreign cache file is ignored (everything is read from
-the bucket, as on a first open). Nothing of it is written to the bucket."""
+the bucket, as on a first open). Nothing of it is written to the bucket. And the app's open
+(`first_look_behind`): it returns before the bucket is read, and reads wait for that look."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from ckpt_tui.locations import parse_location
+from ckpt_tui.store.blobs.base import StorageReadError
+from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.bucket.read_cache import CACHE_VERSION, CachedRead, CacheFile, ReadCache
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.bucket_tap import TappedBucket
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
 
 STATE = "p/out/checkpoint-200/trainer_state.json"
@@ -120,3 +128,64 @@ def test_a_cache_folder_that_cannot_be_written_changes_nothing(
     cold, first = opened(trainer_bucket, clock)
     again, second = opened(trainer_bucket, clock)
     assert second == first and sorted(again.reads) == sorted(cold.reads)
+
+
+def test_an_open_with_the_look_behind_returns_before_the_listing_and_reads_wait_for_it(
+    trainer_bucket: str, clock: FixedClock
+) -> None:
+    bucket = TappedBucket.at(trainer_bucket)
+    bucket.listing_gate = threading.Event()
+    with ThreadPoolExecutor(1) as opener:
+        opening = opener.submit(
+            BucketStore.open_bucket, bucket, clock, settle_seconds=0, first_look_behind=True
+        )
+        store = opening.result(timeout=120)  # returned while the listing cannot go on
+    with store:
+        threading.Timer(0.5, bucket.listing_gate.set).start()
+        checkpoints, total = store.list_checkpoints(0, 100)  # waits for the first look
+        assert total == 2 and len(checkpoints) == 2
+        assert store.problems().complete
+
+
+def test_a_first_look_behind_that_cannot_list_is_a_problem_not_an_empty_bucket(
+    trainer_bucket: str, clock: FixedClock
+) -> None:
+    bucket = TappedBucket.at(trainer_bucket)
+    bucket.failing_listing = True
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0, first_look_behind=True) as store:
+        assert store.list_checkpoints(0, 100)[1] == 0
+        problems = store.problems()
+    assert not problems.complete and "503" in problems.lines[0]
+
+
+def test_prefixes_listed_side_by_side_list_every_object_once(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    keys = [f"p/top-{i}.json" for i in range(3)]
+    keys += [f"p/runs/run-{r:02d}/weights/{n:04d}/a.bin" for r in range(20) for n in range(3)]
+    keys += [f"p/runs/run-{r:02d}/run.json" for r in range(20)] + ["p/runs/loose.pt"]
+    keys += [f"p/big/part-{i:04d}.bin" for i in range(1005)]  # one prefix of two pages
+    for key in keys:
+        s3.put(s3_bucket, key, b"x")
+    s3.put(s3_bucket, "p-other/not-mine.bin", b"x")  # beside the prefix, not under it
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    listed = [key for key, _ in bucket.list_all()]
+    assert sorted(listed) == sorted(keys)
+
+
+def test_a_prefix_whose_listing_is_refused_fails_the_whole_listing(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    for key in ("p/a/x.bin", "p/runs/r/run.json", "p/runs/r/weights/1/a.bin", "p/b/y.bin"):
+        s3.put(s3_bucket, key, b"x")
+    faults = S3Faults(s3.endpoint)
+    faults.refuse_listing = "runs%2Fr%2F"  # only the listing of p/runs/r/
+    with run_server(faults) as endpoint:
+        location = parse_location(f"s3://{s3_bucket}/p", endpoint=endpoint)
+        assert location is not None
+        storage = ObjectStorage.open(location)
+        with pytest.raises(StorageReadError, match="403"):
+            list(storage.list_all())
+        with BucketStore.open_bucket(storage, clock, settle_seconds=0) as store:
+            problems = store.problems()
+        assert not problems.complete and "403" in problems.lines[0]

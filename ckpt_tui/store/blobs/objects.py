@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import obstore
 
@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 
 MAX_REASON = 300
 """The most of a cloud's error text kept in a problem line."""
+MAX_LISTED = 2_000_000
+"""The most objects one listing holds in memory (about 200 bytes each)."""
+LISTS_IN_FLIGHT = 16
+"""Prefixes listed at once (`list_all`)."""
+SPREAD_LEVELS = 2
+"""How deep `list_all` looks for prefixes to list side by side (while fewer than
+LISTS_IN_FLIGHT are found): `team/` then `team/runs/`, `team/trainer/`, then their children."""
+T = TypeVar("T")
 
 
 class ObjectStorage:
@@ -105,20 +113,57 @@ class ObjectStorage:
         return found
 
     def list_all(self) -> Iterator[tuple[str, Entry]]:
-        """(key, file) for every object under the root, streamed in pages of 1,000;
-        StorageReadError when a page fails (the caller must not take the part as the whole)."""
+        """(key, file) for every object under the root; StorageReadError when a request
+        fails (the caller must not take the part as the whole). Listed side by side
+        (`list_side_by_side`), not as one long sequence of pages."""
         try:
-            stream = obstore.list(self._store, self._root or None, chunk_size=1000)
-            for chunk in stream:
-                for meta in chunk:
-                    key = meta["path"]
-                    yield key, _entry(key.rsplit("/", 1)[-1], meta)
+            listed = self._in_own_loop(self._list_side_by_side())
         except FileNotFoundError as exc:  # no such bucket: not an empty one
             raise StorageReadError(f"not found: {reason(exc)}") from None
         except StorageReadError:
             raise
         except Exception as exc:
             raise _read_error(exc) from None
+        for meta in listed:
+            key = meta["path"]
+            yield key, _entry(key.rsplit("/", 1)[-1], meta)
+
+    async def _list_side_by_side(self) -> list[Any]:
+        """Every object under the root: the top level and, while there are few prefixes, the
+        level below listed with a delimiter; then each prefix found listed flat (pages of
+        1,000, continuation tokens), LISTS_IN_FLIGHT at a time. A flat listing of the whole
+        root is one request after another; prefixes listed side by side wait together."""
+        objects: list[Any] = []
+        prefixes = [self._root] if self._root else [""]
+        for _ in range(SPREAD_LEVELS):
+            if len(prefixes) >= LISTS_IN_FLIGHT:
+                break
+            levels = await asyncio.gather(*(self._level(prefix) for prefix in prefixes))
+            prefixes = []
+            for level in levels:
+                objects.extend(level["objects"])
+                prefixes.extend(p.rstrip("/") for p in level["common_prefixes"])
+        gate = asyncio.Semaphore(LISTS_IN_FLIGHT)
+
+        async def flat(prefix: str) -> list[Any]:
+            found: list[Any] = []
+            async with gate:
+                async for chunk in obstore.list(self._store, prefix, chunk_size=1000):
+                    found.extend(chunk)
+                    if len(found) > MAX_LISTED:
+                        raise StorageReadError(f"more than {MAX_LISTED:,} objects under {prefix}")
+            return found
+
+        for part in await asyncio.gather(*(flat(prefix) for prefix in prefixes)):
+            objects.extend(part)
+            if len(objects) > MAX_LISTED:
+                raise StorageReadError(f"more than {MAX_LISTED:,} objects under {self._url}")
+        return objects
+
+    async def _level(self, prefix: str) -> Any:
+        return await obstore.list_with_delimiter_async(
+            self._store, f"{prefix}/" if prefix else None
+        )
 
     def stat(self, path: str) -> Entry | None:
         key = key_of(path)
@@ -159,11 +204,16 @@ class ObjectStorage:
             gate = asyncio.Semaphore(in_flight)
             return await asyncio.gather(*(one(gate, *item) for item in wanted))
 
-        # in a thread of its own: the caller may be inside an event loop (the app's)
-        with ThreadPoolExecutor(1) as runner:
-            answers = runner.submit(asyncio.run, every()).result()
+        answers = self._in_own_loop(every())
         pairs = zip(wanted, answers, strict=True)
         return {(key, start): got for (key, start, _), got in pairs if got is not None}
+
+    @staticmethod
+    def _in_own_loop(work: Coroutine[Any, Any, T]) -> T:
+        """`work` run to its end in an event loop of its own, in a thread of its own (the
+        caller may be inside an event loop: the app's)."""
+        with ThreadPoolExecutor(1) as runner:
+            return runner.submit(asyncio.run, work).result()
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails

@@ -1,7 +1,9 @@
-"""A bucket prefix listed once: every object under it, flat, in pages of 1,000 (ListObjectsV2
-with continuation tokens), answering `list_level` and `stat` from memory; file reads go to the
-bucket. One flat listing of 30,000 objects is 30 requests where a walk level by level is one
-per folder. The listing is all or nothing: a page that fails fails it (never a partial tree).
+"""A bucket prefix listed once: every object under it (its first levels' prefixes listed
+side by side, each flat in pages of 1,000: `ObjectStorage.list_all`), answering `list_level`
+and `stat` from memory; file reads go to the bucket, the starts the walk reads ahead kept in
+the local cache (`read_cache`). Listing 30,000 objects is some 50 requests, most at the same
+time, where a walk level by level is one per folder. The listing is all or nothing: a request
+that fails fails it (never a partial tree).
 """
 
 from __future__ import annotations
@@ -11,12 +13,9 @@ import os
 from collections.abc import Iterable, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
-from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
+from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
 from ckpt_tui.store.bucket.read_cache import ReadCache
 from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
-
-MAX_LISTED = 2_000_000
-"""The most objects one listing holds in memory (about 200 bytes each)."""
 
 READ_AHEAD = 64 * 1024
 """The start of a file read ahead: what the walk's first read of it asks for (a buffered
