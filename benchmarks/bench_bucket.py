@@ -17,6 +17,10 @@ every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, 
 Prints each one's median wall time, the ratios, and whether each listed every object or
 checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
 
+With `--tui`, then (before any prune): the app, `ckpt-tui --local s3://bench/team`, in a tmux
+window of 120x36, cold then warm (the same cache as above): seconds from start to the first
+frame (the first screen with text) and to the complete view (the header says "<N> checkpoints").
+
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
 Prints the checkpoints and objects deleted, objects deleted per second, and the requests the
@@ -167,6 +171,32 @@ class CountingProxy(LatencyProxy):
             writer.close()
 
 
+def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> tuple[float, float]:
+    """(seconds to the app's first frame, to its complete view), read from a tmux window."""
+    session = f"bench-bucket-{os.getpid()}"
+    shown = f"{checkpoints:,} checkpoints"
+    exports = [
+        f"{name}={value}" for name, value in env.items() if name.startswith(("AWS_", "XDG_"))
+    ]
+    start = time.perf_counter()
+    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "36"]
+    subprocess.run([*tmux, "env", *exports, *command], check=True)
+    first = None
+    try:
+        while time.perf_counter() - start < 900:
+            capture = ["tmux", "capture-pane", "-p", "-t", session]
+            screen = subprocess.run(capture, capture_output=True, text=True).stdout
+            now = time.perf_counter() - start
+            if first is None and screen.strip():
+                first = now
+            if shown in screen:
+                return first or now, now
+            time.sleep(0.05)
+        sys.exit(f"the app showed no {shown!r} within 900 s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
 def object_count(environment: dict[str, str], upstream: str) -> int:
     """Objects under the bench prefix, listed straight from moto (no proxy)."""
     import boto3
@@ -241,6 +271,7 @@ def main() -> None:
     parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
     parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
+    parser.add_argument("--tui", action="store_true", help="then time the app's frames")
     parser.add_argument("--only-prune", action="store_true", help="time prune only")
     args = parser.parse_args()
     ready: multiprocessing.Queue[tuple[str, dict[str, str], int]] = multiprocessing.Queue()
@@ -290,12 +321,21 @@ def main() -> None:
                     whole = count(out) == expected
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
+            if args.tui:
+                app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+                tui_cache = os.path.join(caches.name, "tui")
+                for label in ("cold", "warm"):
+                    first, whole = tui_times(
+                        app, {**env, "XDG_CACHE_HOME": tui_cache}, args.checkpoints
+                    )
+                    print(f"  the app, {label} cache: first frame {first:.2f} s, "
+                          f"complete view {whole:.2f} s", flush=True)  # fmt: skip
             if args.prune or args.only_prune:
                 bench_prune(args, proxy, env, upstream, written_at)
     finally:
         stop.set()
         moto.join(30)
-    if args.only_prune:
+    if args.only_prune or not args.reps:
         return
     print(f"\n{args.checkpoints:,} checkpoints, {objects:,} objects on moto, "
           f"+{args.latency * 1000:.0f} ms per request, median of {args.reps}:")  # fmt: skip
