@@ -8,12 +8,18 @@ Tinker `runs/<run>/weights/<n>/` with an adapter and its config, and `run.json` 
 Trainer `checkpoint-<step>/` with model.safetensors, config.json, trainer_state.json and
 optimizer.pt), put straight into the server's memory. Then, behind a loopback proxy holding
 every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, turn about:
-- `ckpt-tui --local s3://bench/team ls --json` (this checkout's, or `--ckpt-tui PATH`);
+- `ckpt-tui --local s3://bench/team ls --json` (this checkout's, or `--ckpt-tui PATH`), cold
+  (an empty cache folder, `XDG_CACHE_HOME`: every file start is read from the bucket) and then
+  warm (the cache folder the cold run of the same turn filled: only the listing is sent);
 - `rclone lsjson -R --no-mimetype --use-server-modtime bench:bench/team` (Debian's rclone,
   its S3 remote configured by environment variables);
 - the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`.
 Prints each one's median wall time, the ratios, and whether each listed every object or
 checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
+
+With `--tui`, then (before any prune): the app, `ckpt-tui --local s3://bench/team`, in a tmux
+window of 120x36, cold then warm (the same cache as above): seconds from start to the first
+frame (the first screen with text) and to the complete view (the header says "<N> checkpoints").
 
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
@@ -34,6 +40,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +55,8 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Event
 
 BUCKET, PREFIX = "bench", "team"
+COLD = "ckpt-tui ls --json, cold cache"
+WARM = "ckpt-tui ls --json, warm cache"
 PER_RUN = 100
 
 
@@ -162,6 +171,32 @@ class CountingProxy(LatencyProxy):
             writer.close()
 
 
+def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> tuple[float, float]:
+    """(seconds to the app's first frame, to its complete view), read from a tmux window."""
+    session = f"bench-bucket-{os.getpid()}"
+    shown = f"{checkpoints:,} checkpoints"
+    exports = [
+        f"{name}={value}" for name, value in env.items() if name.startswith(("AWS_", "XDG_"))
+    ]
+    start = time.perf_counter()
+    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "36"]
+    subprocess.run([*tmux, "env", *exports, *command], check=True)
+    first = None
+    try:
+        while time.perf_counter() - start < 900:
+            capture = ["tmux", "capture-pane", "-p", "-t", session]
+            screen = subprocess.run(capture, capture_output=True, text=True).stdout
+            now = time.perf_counter() - start
+            if first is None and screen.strip():
+                first = now
+            if shown in screen:
+                return first or now, now
+            time.sleep(0.05)
+        sys.exit(f"the app showed no {shown!r} within 900 s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
 def object_count(environment: dict[str, str], upstream: str) -> int:
     """Objects under the bench prefix, listed straight from moto (no proxy)."""
     import boto3
@@ -226,10 +261,17 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--cold-reps",
+        type=int,
+        help="cold runs (the first turns; default --reps): later "
+        "turns time the warm run on the first turn's cache",
+    )
     parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
     parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
     parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
+    parser.add_argument("--tui", action="store_true", help="then time the app's frames")
     parser.add_argument("--only-prune", action="store_true", help="time prune only")
     args = parser.parse_args()
     ready: multiprocessing.Queue[tuple[str, dict[str, str], int]] = multiprocessing.Queue()
@@ -258,37 +300,52 @@ def main() -> None:
                 RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE="true",
             )
             rclone = [args.rclone, "lsjson", "-R", "--no-mimetype", "--use-server-modtime"]
+            ls = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "ls", "--json"]
             commands = {
-                "ckpt-tui ls --json": (
-                    [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}", "ls", "--json"],
-                    ckpt_tui_count, args.checkpoints,
-                ),
+                COLD: (ls, ckpt_tui_count, args.checkpoints),
+                WARM: (ls, ckpt_tui_count, args.checkpoints),
                 "rclone lsjson -R": ([*rclone, f"bench:{BUCKET}/{PREFIX}"], rclone_count, objects),
             }  # fmt: skip
             if not args.no_fast_list:
                 fast = [*rclone, "--fast-list", f"bench:{BUCKET}/{PREFIX}"]
                 commands["rclone lsjson -R --fast-list"] = (fast, rclone_count, objects)
             times: dict[str, list[float]] = {name: [] for name in commands}
+            caches = tempfile.TemporaryDirectory(prefix="bench-bucket-cache-")
             for rep in range(0 if args.only_prune else args.reps):
-                for name, (command, count, expected) in commands.items():
-                    seconds, out = timed(command, env)
+                cold_reps = args.reps if args.cold_reps is None else args.cold_reps
+                cache = os.path.join(caches.name, str(min(rep, cold_reps - 1)))
+                for name, (command, count, expected) in commands.items():  # COLD fills it
+                    if name == COLD and rep >= cold_reps:
+                        continue
+                    seconds, out = timed(command, {**env, "XDG_CACHE_HOME": cache})
                     whole = count(out) == expected
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
+            if args.tui:
+                app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+                tui_cache = os.path.join(caches.name, "tui")
+                for label in ("cold", "warm"):
+                    first, whole = tui_times(
+                        app, {**env, "XDG_CACHE_HOME": tui_cache}, args.checkpoints
+                    )
+                    print(f"  the app, {label} cache: first frame {first:.2f} s, "
+                          f"complete view {whole:.2f} s", flush=True)  # fmt: skip
             if args.prune or args.only_prune:
                 bench_prune(args, proxy, env, upstream, written_at)
     finally:
         stop.set()
         moto.join(30)
-    if args.only_prune:
+    if args.only_prune or not args.reps:
         return
     print(f"\n{args.checkpoints:,} checkpoints, {objects:,} objects on moto, "
           f"+{args.latency * 1000:.0f} ms per request, median of {args.reps}:")  # fmt: skip
     medians = {name: statistics.median(values) for name, values in times.items()}
-    ours = medians["ckpt-tui ls --json"]
     for name, median in medians.items():
-        ratio = "" if median is ours else f"  ({median / ours:.2f}x ckpt-tui's time)"
-        print(f"  {name:32} {median:7.2f} s{ratio}")
+        print(f"  {name:32} {median:7.2f} s")
+    fastest = min(median for name, median in medians.items() if name.startswith("rclone"))
+    for name in (COLD, WARM):
+        print(f"  rclone's fastest / {name}: {fastest / medians[name]:.2f}x "
+              f"({'faster' if medians[name] < fastest else 'slower'} than rclone)")  # fmt: skip
 
 
 if __name__ == "__main__":

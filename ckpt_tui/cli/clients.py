@@ -118,6 +118,7 @@ def bucket_transport(
             endpoint=endpoint.bucket_endpoint,
             region=endpoint.bucket_region,
             readonly=readonly,
+            first_look_behind=True,  # the app paints while the bucket is read; reads wait
         )
     except StoreError as exc:
         message = f"could not open local store {location}: {exc}"

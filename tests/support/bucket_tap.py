@@ -4,6 +4,7 @@ reads of chosen keys, or whose whole listing, fail as a cloud's would (StorageRe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 
 from ckpt_tui.locations import parse_location
@@ -16,6 +17,8 @@ class TappedBucket(ObjectStorage):
     """(key, start, bytes returned) of every ranged read."""
     failing_keys: set[str]
     failing_listing: bool
+    listing_gate: threading.Event | None
+    """When set to an event, the listing waits for it (a slow bucket the test controls)."""
 
     @classmethod
     def at(cls, url: str) -> TappedBucket:
@@ -23,7 +26,9 @@ class TappedBucket(ObjectStorage):
         assert location is not None
         plain = ObjectStorage.open(location)
         tapped = cls(plain._store, plain.url, plain.root)
+        tapped.cache_scope = plain.cache_scope
         tapped.reads, tapped.failing_keys, tapped.failing_listing = [], set(), False
+        tapped.listing_gate = None
         return tapped
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
@@ -44,6 +49,8 @@ class TappedBucket(ObjectStorage):
         return found
 
     def list_all(self) -> Iterator[tuple[str, Entry]]:
+        if self.listing_gate is not None:
+            self.listing_gate.wait()
         if self.failing_listing:
             raise StorageReadError("the server answered 503 Slow Down (GET)")
         return super().list_all()

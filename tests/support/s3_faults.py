@@ -13,6 +13,8 @@ faults a real server can have:
                                                   # server clock behind: everything settled)
         faults.endless_listing = True             # every ListObjectsV2 page is empty and
                                                   # names a next page (a token without end)
+        faults.refuse_listing = "runs%2F"         # a ListObjectsV2 whose query contains it
+                                                  # answers 403 AccessDenied
 
 `requests` logs `(method, path, query)` of every request forwarded.
 """
@@ -51,6 +53,7 @@ class S3Faults:
         self.delete_done = threading.Event()
         self.backdate = False
         self.endless_listing = False
+        self.refuse_listing: str | None = None
         self.requests: list[tuple[str, str, str]] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,6 +71,11 @@ class S3Faults:
         headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
         if self.ignore_conditions:
             headers = [(k, v) for k, v in headers if k not in (b"if-match", b"if-none-match")]
+        listing = method == "GET" and "list-type=2" in query
+        if listing and self.refuse_listing is not None and self.refuse_listing in query:
+            denied = httpx.Response(403, content=_DENIED, headers={"content-type": "text/xml"})
+            await _answer(send, denied, _DENIED, False)
+            return
         refused: list[bytes] = []
         if method == "POST" and "delete" in query and self.refuse_delete:
             body, refused = _without(body, self.refuse_delete.encode())
@@ -97,6 +105,9 @@ class S3Faults:
                 b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
             )
         await _answer(send, answer, content, self.backdate)
+
+
+_DENIED = b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
 
 
 def _without(body: bytes, needle: bytes) -> tuple[bytes, list[bytes]]:

@@ -35,6 +35,11 @@ LIST_WAIT_SECONDS = 300.0
 """The longest a listing waits for its next thousand objects (a page, or a few): a server
 answering empty pages that each name a next one is not listed forever. Longer than obstore
 retries one request (180 s), so a slow page says its own error first."""
+LISTS_IN_FLIGHT = 16
+"""Prefixes listed at once (`list_all`)."""
+SPREAD_LEVELS = 2
+"""How deep `list_all` looks for prefixes to list side by side (while fewer than
+LISTS_IN_FLIGHT are found): `team/` then `team/runs/`, `team/trainer/`, then their children."""
 
 
 class ObjectStorage:
@@ -42,6 +47,10 @@ class ObjectStorage:
         self._store = store
         self._url = url
         self._root = prefix.strip("/")
+        self.cache_scope: str | None = None
+        """What tells this bucket from another of the same name (its endpoint and location):
+        the key of what is kept of it on this machine (`bucket.read_cache`). None for a
+        memory or local store, whose ETags are counters or file times, not the contents'."""
 
     @classmethod
     def open(cls, location: BucketLocation) -> ObjectStorage:
@@ -75,7 +84,10 @@ class ObjectStorage:
             )
         except Exception as exc:  # obstore raises its own kinds and ValueError
             raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
-        return cls(store, location.url, location.prefix)
+        opened = cls(store, location.url, location.prefix)
+        account = os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if location.scheme == "az" else None
+        opened.cache_scope = f"{endpoint or ''}\0{account or ''}\0{location.url}"
+        return opened
 
     @property
     def url(self) -> str:
@@ -107,18 +119,56 @@ class ObjectStorage:
         return found
 
     def list_all(self) -> Iterator[tuple[str, Entry]]:
-        """(key, file) for every object under the root, streamed in pages of 1,000;
-        StorageReadError when a page fails (the caller must not take the part as the whole)."""
+        """(key, file) for every object under the root; StorageReadError when a request
+        fails (the caller must not take the part as the whole). Listed side by side
+        (`list_side_by_side`), not as one long sequence of pages."""
         try:
-            for meta in every_object(self._store, self._root or None, MAX_LISTED):
-                key = meta["path"]
-                yield key, _entry(key.rsplit("/", 1)[-1], meta)
+            listed = _run(self._list_side_by_side())
         except FileNotFoundError as exc:  # no such bucket: not an empty one
             raise StorageReadError(f"not found: {reason(exc)}") from None
         except StorageReadError:
             raise
         except Exception as exc:
             raise _read_error(exc) from None
+        for meta in listed:
+            key = meta["path"]
+            yield key, _entry(key.rsplit("/", 1)[-1], meta)
+
+    async def _list_side_by_side(self) -> list[Any]:
+        """Every object under the root: the top level and, while there are few prefixes, the
+        level below listed with a delimiter; then each prefix found listed flat (pages of
+        1,000, continuation tokens), LISTS_IN_FLIGHT at a time. A flat listing of the whole
+        root is one request after another; prefixes listed side by side wait together."""
+        objects: list[Any] = []
+        prefixes = [self._root] if self._root else [""]
+        for _ in range(SPREAD_LEVELS):
+            if len(prefixes) >= LISTS_IN_FLIGHT:
+                break
+            levels = await asyncio.gather(*(self._level(prefix) for prefix in prefixes))
+            prefixes = []
+            for level in levels:
+                objects.extend(level["objects"])
+                prefixes.extend(p.rstrip("/") for p in level["common_prefixes"])
+        gate = asyncio.Semaphore(LISTS_IN_FLIGHT)
+
+        async def flat(prefix: str) -> list[Any]:
+            async with gate:
+                return await listed_under(self._store, prefix, MAX_LISTED)
+
+        for part in await asyncio.gather(*(flat(prefix) for prefix in prefixes)):
+            objects.extend(part)
+            if len(objects) > MAX_LISTED:
+                raise StorageReadError(f"more than {MAX_LISTED:,} objects under {self._url}")
+        return objects
+
+    async def _level(self, prefix: str) -> Any:
+        level = obstore.list_with_delimiter_async(self._store, f"{prefix}/" if prefix else None)
+        try:
+            return await asyncio.wait_for(level, LIST_WAIT_SECONDS)
+        except asyncio.TimeoutError:  # TimeoutError from 3.11 on
+            raise StorageReadError(
+                f"listing {prefix or 'the top level'} brought no answer for {LIST_WAIT_SECONDS:g} s"
+            ) from None
 
     def stat(self, path: str) -> Entry | None:
         key = key_of(path)
@@ -176,28 +226,29 @@ class ObjectStorage:
 
 
 def every_object(store: ObjectStore, prefix: str | None, most: int) -> list[ObjectMeta]:
+    """`listed_under`, awaited from code that is not async."""
+    return _run(listed_under(store, prefix, most))
+
+
+async def listed_under(store: ObjectStore, prefix: str | None, most: int) -> list[ObjectMeta]:
     """Every object under `prefix` (all pages); StorageReadError when there are more than
     `most`, or when `LIST_WAIT_SECONDS` pass without the next objects; the cloud's errors
     as they are raised."""
-
-    async def every() -> list[ObjectMeta]:
-        found: list[ObjectMeta] = []
-        stream = obstore.list(store, prefix, chunk_size=1000)
-        while True:
-            try:
-                chunk = await asyncio.wait_for(anext(stream), LIST_WAIT_SECONDS)
-            except StopAsyncIteration:
-                return found
-            except asyncio.TimeoutError:  # TimeoutError from 3.11 on
-                raise StorageReadError(
-                    f"the listing brought no object for {LIST_WAIT_SECONDS:g} s after "
-                    f"{len(found):,} (a server naming next pages without end?)"
-                ) from None
-            found.extend(chunk)
-            if len(found) > most:
-                raise StorageReadError(f"more than {most:,} objects are listed")
-
-    return _run(every())
+    found: list[ObjectMeta] = []
+    stream = obstore.list(store, prefix, chunk_size=1000)
+    while True:
+        try:
+            chunk = await asyncio.wait_for(anext(stream), LIST_WAIT_SECONDS)
+        except StopAsyncIteration:
+            return found
+        except asyncio.TimeoutError:  # TimeoutError from 3.11 on
+            raise StorageReadError(
+                f"the listing brought no object for {LIST_WAIT_SECONDS:g} s after "
+                f"{len(found):,} (a server naming next pages without end?)"
+            ) from None
+        found.extend(chunk)
+        if len(found) > most:
+            raise StorageReadError(f"more than {most:,} objects are listed")
 
 
 def _run(work: Coroutine[Any, Any, T]) -> T:

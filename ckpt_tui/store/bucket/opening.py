@@ -18,9 +18,11 @@ def open_bucket_store(
     clock: Clock = SYSTEM_CLOCK,
     settle_seconds: float = SETTLE_SECONDS,
     readonly: bool = False,
+    first_look_behind: bool = False,
 ) -> BucketStore:
     """The store at bucket location `text`, read once; StoreError saying why it cannot be
-    opened (a bucket that cannot be listed opens, with that problem: see `BucketStore`)."""
+    opened (a bucket that cannot be listed opens, with that problem: see `BucketStore`;
+    `first_look_behind`: see `BucketStore.open_bucket`)."""
     try:
         location = parse_location(text, endpoint, region)
     except UnsupportedLocationError as exc:
@@ -31,4 +33,10 @@ def open_bucket_store(
         storage = ObjectStorage.open(location)
     except OSError as exc:
         raise StoreError(exc.strerror or str(exc)) from None
-    return BucketStore.open_bucket(storage, clock, settle_seconds=settle_seconds, readonly=readonly)
+    return BucketStore.open_bucket(
+        storage,
+        clock,
+        settle_seconds=settle_seconds,
+        readonly=readonly,
+        first_look_behind=first_look_behind,
+    )

@@ -17,6 +17,7 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,6 +71,8 @@ class BucketStore(Store):
         self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade=False)
         self._deleter = Deleter(layout, self._ledger, self._watcher)
         self._changes = BucketChanges(storage, shared, self._ledger, clock, settle_seconds)
+        self._behind: threading.Thread | None = None
+        """The first look's thread (`first_look_behind`)."""
 
     @classmethod
     def open_bucket(
@@ -79,23 +82,61 @@ class BucketStore(Store):
         *,
         settle_seconds: float = SETTLE_SECONDS,
         readonly: bool = False,
+        first_look_behind: bool = False,
     ) -> BucketStore:
         """Open the store on `storage`'s prefix, finish the deletes a crash interrupted
         (read-only: report them), read it once (a failed listing is a problem of the store,
-        `problems()`, not an error: its lists say they are incomplete) and sweep."""
+        `problems()`, not an error: its lists say they are incomplete) and sweep.
+
+        `first_look_behind` (the app's in-process backends): the first look and sweep run in
+        a thread of their own, already holding the store's lock when this returns, so the
+        caller goes on (the TUI paints its first frame) while every read of the store waits
+        for that look: nothing is ever answered from the empty index of a store not read."""
         store = cls(storage, clock, settle_seconds, readonly)
         try:
             with store.guard.held():
                 store._changes.recover(readonly)
                 if isinstance(store._watcher, BucketWatcher):
                     store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
-                store._watcher.scan_all()
-                if not readonly:
-                    store._sweep()  # on what was just read: no second look
+                if not first_look_behind:
+                    store._first_look()
         except BaseException:
             store.close()
             raise
+        if first_look_behind:
+            store._look_behind()
         return store
+
+    def _first_look(self) -> None:
+        self._watcher.scan_all()
+        if not self.readonly and not self.guard.closed:
+            self._sweep()  # on what was just read: no second look
+
+    def _look_behind(self) -> None:
+        holding = threading.Event()
+
+        def look() -> None:
+            with self.guard.lock:
+                holding.set()
+                if self.guard.closed:
+                    return
+                try:
+                    self._first_look()
+                except Exception as exc:  # a problem of the store, never an empty bucket
+                    if isinstance(self._watcher, BucketWatcher):
+                        self._watcher.failed_first_look(exc)
+
+        self._behind = threading.Thread(target=look, name="ckpt-tui-bucket-look", daemon=True)
+        self._behind.start()
+        holding.wait()
+
+    def close(self) -> None:
+        """As `Store.close`; while the first look is still reading (`first_look_behind`),
+        closed at once without waiting for it (an app quitting early does not hang on it)."""
+        if self._behind is not None and self._behind.is_alive():
+            self.guard.closed = True  # the look's thread holds the lock: later calls refuse
+            return
+        super().close()
 
     @property
     def delete_step_hook(self) -> Callable[[str], None] | None:

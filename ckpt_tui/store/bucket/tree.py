@@ -1,7 +1,9 @@
-"""A bucket prefix listed once: every object under it, flat, in pages of 1,000 (ListObjectsV2
-with continuation tokens), answering `list_level` and `stat` from memory; file reads go to the
-bucket. One flat listing of 30,000 objects is 30 requests where a walk level by level is one
-per folder. The listing is all or nothing: a page that fails fails it (never a partial tree).
+"""A bucket prefix listed once: every object under it (its first levels' prefixes listed
+side by side, each flat in pages of 1,000: `ObjectStorage.list_all`), answering `list_level`
+and `stat` from memory; file reads go to the bucket, the starts the walk reads ahead kept in
+the local cache (`read_cache`). Listing 30,000 objects is some 50 requests, most at the same
+time, where a walk level by level is one per folder. The listing is all or nothing: a request
+that fails fails it (never a partial tree).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
+from ckpt_tui.store.bucket.read_cache import ReadCache
 from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
 
 READ_AHEAD = 64 * 1024
@@ -30,8 +33,14 @@ HEADER_SUFFIXES = (".safetensors", ".index.json")
 class ListedTree:
     """A `Storage` answering listings from one flat listing of `bucket`'s root."""
 
-    def __init__(self, bucket: ObjectStorage, objects: Iterable[tuple[str, Entry]]) -> None:
+    def __init__(
+        self,
+        bucket: ObjectStorage,
+        objects: Iterable[tuple[str, Entry]],
+        cache: ReadCache | None = None,
+    ) -> None:
         self._bucket = bucket
+        self._cache = cache
         self._levels: dict[str, dict[str, Entry]] = {}
         self._files: dict[str, Entry] = {}
         self._ahead: dict[tuple[str, int], bytes] = {}
@@ -91,8 +100,9 @@ class ListedTree:
         """Read the start of every file the walk will read (JSON it reads whole, safetensors
         headers), many at once: a walk then waits for no request of these. Returns the bytes
         read ahead. Nothing read here is trusted more than a read the walk makes itself: a
-        failed one is simply read again (and its failure recorded) when the walk asks."""
-        wanted: list[tuple[str, int, int]] = []
+        failed one is simply read again (and its failure recorded) when the walk asks.
+        Starts kept in the local cache for the same ETag and size are not read again."""
+        wanted: dict[str, tuple[str, int, int]] = {}
         budget = READ_AHEAD_BUDGET
         tinker = f"{self.root}/{RUNS_DIR}/" if self.root else f"{RUNS_DIR}/"
         for key, entry in self._files.items():
@@ -103,8 +113,13 @@ class ListedTree:
                 if length > budget:
                     break
                 budget -= length
-                wanted.append((key, 0, length))
-        self._ahead = self._bucket.read_many(wanted, READ_AHEAD_IN_FLIGHT)
+                wanted[key] = (entry.tag, entry.size, length)
+        kept = self._cache.load(wanted) if self._cache is not None else {}
+        missing = [(key, 0, want[2]) for key, want in wanted.items() if key not in kept]
+        fresh = self._bucket.read_many(missing, READ_AHEAD_IN_FLIGHT) if missing else {}
+        self._ahead = {**{(key, 0): data for key, data in kept.items()}, **fresh}
+        if self._cache is not None and fresh:
+            self._cache.save(wanted, {key: data for (key, _), data in self._ahead.items()})
         return READ_AHEAD_BUDGET - budget
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
@@ -124,4 +139,5 @@ def list_tree(bucket: ObjectStorage) -> ListedTree:
         objects.append(item)
         if len(objects) > MAX_LISTED:
             raise StorageReadError(f"more than {MAX_LISTED:,} objects under {bucket.url}")
-    return ListedTree(bucket, objects)
+    scope = bucket.cache_scope
+    return ListedTree(bucket, objects, ReadCache(scope) if scope is not None else None)

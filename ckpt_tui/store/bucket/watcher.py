@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.blobs.objects import ObjectStorage, reason
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
 from ckpt_tui.store.bucket.tree import list_tree
 from ckpt_tui.store.discover import Reading, discover
@@ -68,6 +68,10 @@ class BucketWatcher(Watcher):
         for run_unread in self._run_unread.values():
             unread.update(run_unread)
         return ReadProblems.of(unread, {}, self.storage.root or ".")
+
+    def failed_first_look(self, exc: Exception) -> None:
+        """A first look that raised (not a listing that failed): the store says it is unread."""
+        self._walk = Reading(unread={self.storage.root or ".": f"cannot be read: {reason(exc)}"})
 
     def scan_all(self) -> None:
         """Read the whole prefix and bring the ledger in line (under the store's lock)."""

@@ -1,0 +1,119 @@
+"""The starts of a bucket's files read ahead (`tree.ListedTree.read_ahead`), kept on this
+machine so that the next open reads again only what changed.
+
+Kept per bucket location (the endpoint and `s3://bucket/prefix`) in one file under the user's
+cache folder (`$XDG_CACHE_HOME/ckpt-tui/bucket-reads/`, else `~/.cache/…`); an entry is the
+object's key, its ETag and size, and the bytes read from its start. An entry is used only for
+an object listed now with the same ETag and size (a replaced object has a new ETag: it is read
+again). Nothing here writes to the bucket.
+
+The file is hostile input like any other: opened without following links, regular files only,
+at most `MAX_CACHE_BYTES`, decoded into a typed struct, and every entry checked against the
+listing; a file that is damaged, too big or of another version is ignored (everything is read
+from the bucket, as on a first open) and replaced by the next save. A save that fails (a full
+or read-only disk) is ignored too: the cache only saves requests, it is never the truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from ckpt_tui import regular_files
+
+CACHE_VERSION = 1
+MAX_CACHE_BYTES = 160 * 1024 * 1024
+"""The largest cache file read (the read-ahead budget, 128 MiB, plus the keys)."""
+
+
+class CachedRead(msgspec.Struct, array_like=True, frozen=True):
+    key: str
+    tag: str
+    size: int
+    data: bytes
+
+
+class CacheFile(msgspec.Struct, frozen=True):
+    version: int
+    scope: str
+    reads: list[CachedRead]
+
+
+Wanted = Mapping[str, tuple[str, int, int]]
+"""key -> (ETag, object size, bytes wanted from its start)."""
+
+
+def cache_home(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CACHE_HOME/ckpt-tui/bucket-reads`, else `~/.cache/ckpt-tui/bucket-reads`."""
+    env = os.environ if environ is None else environ
+    cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "ckpt-tui" / "bucket-reads"
+
+
+class ReadCache:
+    """The cached starts of one bucket location's files (see the module)."""
+
+    def __init__(self, scope: str, folder: Path | None = None) -> None:
+        self.scope = scope
+        name = hashlib.sha256(scope.encode()).hexdigest()[:32]
+        self.path = (folder or cache_home()) / name
+
+    def load(self, wanted: Wanted) -> dict[str, bytes]:
+        """key -> bytes for each of `wanted` whose entry matches its ETag, size and length;
+        nothing when the file is missing, damaged or not ours."""
+        kept = self._read()
+        if kept is None:
+            return {}
+        hits: dict[str, bytes] = {}
+        for read in kept.reads:
+            want = wanted.get(read.key)
+            if want is None or not read.tag or (read.tag, read.size) != want[:2]:
+                continue
+            if len(read.data) == want[2]:
+                hits[read.key] = read.data
+        return hits
+
+    def save(self, wanted: Wanted, data: Mapping[str, bytes]) -> None:
+        """Keep `data` (key -> bytes) for the objects of `wanted` that have an ETag (only
+        what was listed now: entries of objects gone are dropped). Failures are ignored."""
+        reads = [
+            CachedRead(key, want[0], want[1], data[key])
+            for key, want in wanted.items()
+            if want[0] and key in data and len(data[key]) == want[2]
+        ]
+        raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads))
+        if len(raw) > MAX_CACHE_BYTES:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".saving-")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(raw)
+                os.replace(temp, self.path)
+            except BaseException:
+                os.unlink(temp)
+                raise
+        except OSError:
+            return  # a cache that cannot be saved costs requests next time, nothing else
+
+    def _read(self) -> CacheFile | None:
+        try:
+            with regular_files.open_regular(self.path, follow_links=False) as handle:
+                raw = handle.read(MAX_CACHE_BYTES + 1)
+        except OSError:
+            return None
+        if len(raw) > MAX_CACHE_BYTES:
+            return None
+        try:
+            kept = msgspec.msgpack.decode(raw, type=CacheFile)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if kept.version != CACHE_VERSION or kept.scope != self.scope:
+            return None
+        return kept

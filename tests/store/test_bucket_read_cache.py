@@ -1,0 +1,191 @@
+"""The local cache of a bucket's file starts (`store/bucket/read_cache.py`), against a real S3
+server (moto): a second open reads no object that did not change, a replaced object (a new
+ETag) is read again, and a damaged or foreign cache file is ignored (everything is read from
+the bucket, as on a first open). Nothing of it is written to the bucket. And the app's open
+(`first_look_behind`): it returns before the bucket is read, and reads wait for that look."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ckpt_tui.locations import parse_location
+from ckpt_tui.store.blobs.base import StorageReadError
+from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket import BucketStore
+from ckpt_tui.store.bucket.read_cache import CACHE_VERSION, CachedRead, CacheFile, ReadCache
+from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support import layouts as L
+from tests.support.bucket_tap import TappedBucket
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
+from tests.support.s3_server import S3Server
+
+STATE = "p/out/checkpoint-200/trainer_state.json"
+
+
+def opened(url: str, clock: FixedClock) -> tuple[TappedBucket, dict[str, dict[str, str]]]:
+    """A new process's open of `url`: (its tapped bucket, path -> metadata of each checkpoint)."""
+    bucket = TappedBucket.at(url)
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        checkpoints, _ = store.list_checkpoints(0, 1000)
+    return bucket, {c.tinker_path: dict(c.user_metadata or {}) for c in checkpoints}
+
+
+@pytest.fixture
+def trainer_bucket(tmp_path: Path, s3: S3Server, s3_bucket: str) -> str:
+    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
+    s3.upload(s3_bucket, "p", tmp_path)
+    return f"s3://{s3_bucket}/p"
+
+
+def test_a_second_open_reads_no_object_and_writes_nothing_to_the_bucket(
+    trainer_bucket: str, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    keys = s3.keys(s3_bucket)
+    cold, first = opened(trainer_bucket, clock)
+    assert cold.reads and len(first) == 2
+    warm, second = opened(trainer_bucket, clock)
+    assert warm.reads == [] and second == first
+    assert s3.keys(s3_bucket) == keys
+
+
+def test_a_replaced_object_is_read_again(
+    trainer_bucket: str, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    _, first = opened(trainer_bucket, clock)
+    state = json.loads(s3.client.get_object(Bucket=s3_bucket, Key=STATE)["Body"].read())
+    state["log_history"][-1]["eval_loss"] = 0.25
+    s3.put(s3_bucket, STATE, json.dumps(state).encode())
+    again, second = opened(trainer_bucket, clock)
+    assert {key for key, _, _ in again.reads} == {STATE}
+    assert second != first  # what the new trainer_state.json says, not the cached one
+
+
+def test_the_open_after_a_change_reads_nothing_again(
+    trainer_bucket: str, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    opened(trainer_bucket, clock)
+    s3.put(s3_bucket, STATE, b'{"global_step": 200, "log_history": []}')
+    opened(trainer_bucket, clock)
+    warm, _ = opened(trainer_bucket, clock)
+    assert warm.reads == []
+
+
+def damaged(path: Path, scope: str) -> list[bytes]:
+    """Cache files that must be ignored: cut short, garbage, another version, another
+    bucket's, and entries of the right ETag whose bytes are not the length read."""
+    good = path.read_bytes()
+    kept = msgspec.msgpack.decode(good, type=CacheFile)
+    wrong_length = [CachedRead(r.key, r.tag, r.size, r.data[:-1]) for r in kept.reads]
+    return [
+        good[: len(good) // 2],
+        os.urandom(4096),
+        msgspec.msgpack.encode(CacheFile(CACHE_VERSION + 1, scope, kept.reads)),
+        msgspec.msgpack.encode(CacheFile(CACHE_VERSION, "s3://other/p", kept.reads)),
+        msgspec.msgpack.encode(CacheFile(CACHE_VERSION, scope, wrong_length)),
+        b"\x93" + good[1:],
+    ]
+
+
+def test_a_damaged_cache_file_is_ignored_and_replaced(
+    trainer_bucket: str, clock: FixedClock
+) -> None:
+    cold, first = opened(trainer_bucket, clock)
+    cache = ReadCache(str(cold.cache_scope))
+    for bad in damaged(cache.path, cache.scope):
+        cache.path.write_bytes(bad)
+        again, found = opened(trainer_bucket, clock)
+        assert found == first
+        assert sorted(again.reads) == sorted(cold.reads)  # read from the bucket again
+        assert opened(trainer_bucket, clock)[0].reads == []  # and the cache saved again
+
+
+def test_a_cache_file_that_is_a_link_is_not_followed(
+    trainer_bucket: str, clock: FixedClock, tmp_path: Path
+) -> None:
+    cold, first = opened(trainer_bucket, clock)
+    cache = ReadCache(str(cold.cache_scope))
+    elsewhere = tmp_path / "elsewhere"
+    cache.path.rename(elsewhere)
+    cache.path.symlink_to(elsewhere)
+    again, found = opened(trainer_bucket, clock)
+    assert found == first and sorted(again.reads) == sorted(cold.reads)
+
+
+def test_a_cache_folder_that_cannot_be_written_changes_nothing(
+    trainer_bucket: str, clock: FixedClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_bytes(b"")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # a file: no folder can be made in it
+    cold, first = opened(trainer_bucket, clock)
+    again, second = opened(trainer_bucket, clock)
+    assert second == first and sorted(again.reads) == sorted(cold.reads)
+
+
+def test_an_open_with_the_look_behind_returns_before_the_listing_and_reads_wait_for_it(
+    trainer_bucket: str, clock: FixedClock
+) -> None:
+    bucket = TappedBucket.at(trainer_bucket)
+    bucket.listing_gate = threading.Event()
+    with ThreadPoolExecutor(1) as opener:
+        opening = opener.submit(
+            BucketStore.open_bucket, bucket, clock, settle_seconds=0, first_look_behind=True
+        )
+        store = opening.result(timeout=120)  # returned while the listing cannot go on
+    with store:
+        threading.Timer(0.5, bucket.listing_gate.set).start()
+        checkpoints, total = store.list_checkpoints(0, 100)  # waits for the first look
+        assert total == 2 and len(checkpoints) == 2
+        assert store.problems().complete
+
+
+def test_a_first_look_behind_that_cannot_list_is_a_problem_not_an_empty_bucket(
+    trainer_bucket: str, clock: FixedClock
+) -> None:
+    bucket = TappedBucket.at(trainer_bucket)
+    bucket.failing_listing = True
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0, first_look_behind=True) as store:
+        assert store.list_checkpoints(0, 100)[1] == 0
+        problems = store.problems()
+    assert not problems.complete and "503" in problems.lines[0]
+
+
+def test_prefixes_listed_side_by_side_list_every_object_once(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    keys = [f"p/top-{i}.json" for i in range(3)]
+    keys += [f"p/runs/run-{r:02d}/weights/{n:04d}/a.bin" for r in range(20) for n in range(3)]
+    keys += [f"p/runs/run-{r:02d}/run.json" for r in range(20)] + ["p/runs/loose.pt"]
+    keys += [f"p/big/part-{i:04d}.bin" for i in range(1005)]  # one prefix of two pages
+    for key in keys:
+        s3.put(s3_bucket, key, b"x")
+    s3.put(s3_bucket, "p-other/not-mine.bin", b"x")  # beside the prefix, not under it
+    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    listed = [key for key, _ in bucket.list_all()]
+    assert sorted(listed) == sorted(keys)
+
+
+def test_a_prefix_whose_listing_is_refused_fails_the_whole_listing(
+    clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    for key in ("p/a/x.bin", "p/runs/r/run.json", "p/runs/r/weights/1/a.bin", "p/b/y.bin"):
+        s3.put(s3_bucket, key, b"x")
+    faults = S3Faults(s3.endpoint)
+    faults.refuse_listing = "runs%2Fr%2F"  # only the listing of p/runs/r/
+    with run_server(faults) as endpoint:
+        location = parse_location(f"s3://{s3_bucket}/p", endpoint=endpoint)
+        assert location is not None
+        storage = ObjectStorage.open(location)
+        with pytest.raises(StorageReadError, match="403"):
+            list(storage.list_all())
+        with BucketStore.open_bucket(storage, clock, settle_seconds=0) as store:
+            problems = store.problems()
+        assert not problems.complete and "403" in problems.lines[0]
