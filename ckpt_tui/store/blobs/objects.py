@@ -167,7 +167,8 @@ class ObjectStorage:
             return await asyncio.wait_for(level, LIST_WAIT_SECONDS)
         except asyncio.TimeoutError:  # TimeoutError from 3.11 on
             raise StorageReadError(
-                f"listing {prefix or 'the top level'} brought no answer for {LIST_WAIT_SECONDS:g} s"
+                f"listing {prefix or 'the top level'} brought no object for "
+                f"{LIST_WAIT_SECONDS:g} s (a server naming next pages without end?)"
             ) from None
 
     def stat(self, path: str) -> Entry | None:
