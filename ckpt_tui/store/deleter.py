@@ -93,8 +93,8 @@ class Deleter:
         """
         if not entries:
             return []
-        trash_fd = self._spares.trash_fd()
         try:
+            trash_fd = self._spares.trash_fd()
             slots, intent = self._prepare(entries, trash_fd)
         except (OSError, StoreError) as exc:
             return [_failure(exc, entry) for entry in entries]
