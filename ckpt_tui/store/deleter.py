@@ -124,7 +124,7 @@ class Deleter:
         slots: list[Path] = []
         try:
             for _ in entries:
-                slots.append(self._spares.take() or trash.new_slot(self._layout))
+                slots.append(self._spares.take() or trash.new_slot(self._layout, "", trash_fd))
             deletes = [(s, *e.key, e.path) for e, s in zip(entries, slots, strict=True)]
             return slots, trash.write_intent(self._layout, deletes, trash_fd)
         except BaseException:

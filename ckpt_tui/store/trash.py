@@ -65,9 +65,9 @@ LINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)
 """What opening a symbolic link (or a file) as a folder with O_NOFOLLOW fails with."""
 
 
-def new_slot(layout: Layout, suffix: str = "") -> Path:
-    """A fresh, empty folder in the trash."""
-    with opened_dir(layout, [], create=[META_DIR, TRASH_DIR]) as trash:
+def new_slot(layout: Layout, suffix: str = "", trash_fd: int | None = None) -> Path:
+    """A fresh, empty folder in the trash (made in `trash_fd` when given: see `_trash_dir`)."""
+    with _trash_dir(layout, trash_fd) as trash:
         name = f"{uuid.uuid4().hex}{suffix}"
         os.mkdir(name, dir_fd=trash)
     return layout.trash / name
