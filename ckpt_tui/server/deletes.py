@@ -35,7 +35,9 @@ class DeleteQueue:
         """Delete one checkpoint; raises what `Store.delete_checkpoint` would."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((run_id, checkpoint_id, done))
-        if len(self._drains) < MAX_BATCHES:
+        # Count the drains still running: one that has just found nothing left is done but
+        # stays in the set until its callback runs, and counted it left this one unserved.
+        if sum(not drain.done() for drain in self._drains) < MAX_BATCHES:
             drain = asyncio.create_task(self._drain(), name="ckpt-tui-deletes")
             self._drains.add(drain)
             drain.add_done_callback(self._drains.discard)
