@@ -10,7 +10,7 @@ by `ckpt-tui serve` in its own process behind a loopback proxy holding every req
 - `ckpt-tui prune --yes --delete-all-unprotected` (and no keep rule) deletes all of it;
 - with `--tinker VENV`, the official `tinker checkpoint delete PATH... -y` (32 threads) does;
 - `serve` alone, no proxy: this process sends the DELETEs itself, 32 in flight (`--in-flight`),
-  and reports deletes per second.
+  and reports deletes per second and `serve`'s CPU time per delete.
 Prints each one's wall time and deletes per second, and checks each store is empty after.
 With `--profile`, first runs `Store.delete_checkpoint` over a copy in this process under
 cProfile and says where a delete spends its time (SQLite, fsync, the trash, the rescan).
@@ -89,6 +89,16 @@ def timed_process(argv: list[str], env: dict[str, str]) -> float:
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]!r}")
     return seconds
+
+
+def children_cpu_seconds() -> float:
+    """User and system CPU seconds of this process's live children (the `serve` timed)."""
+    spent = 0
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            spent += int(fields[11]) + int(fields[12])  # utime and stime, in clock ticks
+    return spent / os.sysconf("SC_CLK_TCK")
 
 
 async def delete_directly(port: int, paths: list[str], in_flight: int) -> float:
@@ -205,8 +215,12 @@ def compare(
         through_proxy(copies, args, env, results)
     paths = paths_of(copies["serve"])
     with served(copies["serve"], args.ckpt_tui) as port:
+        cpu_before = children_cpu_seconds()
         seconds = asyncio.run(delete_directly(port, paths, args.in_flight))
+        cpu = children_cpu_seconds() - cpu_before
         results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
+    per_delete = cpu / total * 1000
+    print(f"\nserve's CPU (all threads) while alone: {cpu:.2f} s, {per_delete:.2f} ms per delete")
     for name, seconds in results.items():
         print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
     for name in ("prune", "tinker", "serve"):

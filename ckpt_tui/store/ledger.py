@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from ckpt_tui.store.discover.known import Finding
 from ckpt_tui.store.index import CheckpointEntry, Index, RunEntry
@@ -128,15 +128,22 @@ class Ledger:
 
     def commit_delete(self, entry: CheckpointEntry, touch: bool) -> None:
         """Forget a checkpoint whose files were moved to the trash."""
+        self.commit_deletes([entry], touch)
+
+    def commit_deletes(self, entries: Sequence[CheckpointEntry], touch: bool) -> None:
+        """Forget checkpoints whose files were moved to the trash (one transaction)."""
         now_us = self.now_us()
-        run_id = entry.row.run_id
-        self.meta.apply(delete=[entry.key], touch={run_id: now_us} if touch else None)
-        self.changes[run_id] += 1
-        self.index.remove(entry)
-        run = self.index.runs[run_id]
-        if touch:
-            self.touch(run, now_us)
-        run.signature = run.current_signature()
+        run_ids = list(dict.fromkeys(entry.row.run_id for entry in entries))
+        touched = dict.fromkeys(run_ids, now_us) if touch else None
+        self.meta.apply(delete=[entry.key for entry in entries], touch=touched)
+        for entry in entries:
+            self.changes[entry.row.run_id] += 1
+            self.index.remove(entry)
+        for run_id in run_ids:
+            run = self.index.runs[run_id]
+            if touch:
+                self.touch(run, now_us)
+            run.signature = run.current_signature()
 
     def touch(self, run: RunEntry, now_us: int) -> None:
         run.last_change_us = now_us

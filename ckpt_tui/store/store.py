@@ -29,7 +29,7 @@ from msgspec import Raw
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.store import export
 from ckpt_tui.store.deleter import Deleter
-from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.errors import InvalidRequestError, NotFoundError, StoreError
 from ckpt_tui.store.export import CheckpointFile
 from ckpt_tui.store.guard import Guard, locked
 from ckpt_tui.store.index import CheckpointEntry
@@ -336,48 +336,67 @@ class Store:
         """Crash-safe delete: rename into trash, commit metadata (under the lock), then remove
         the files (without it: see `Deleter.purge`). Returns once the files are gone."""
         with self.guard.held():
-            entry, slot = self._stage_delete(run_id, checkpoint_id)
-        self._deleter.purge(entry, slot)
+            ((entry, outcome),) = self._stage_deletes([(run_id, checkpoint_id)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert entry is not None
+        self._deleter.purge(entry, outcome)
 
     def delete_checkpoints(self, keys: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        """Delete each (run_id, checkpoint_id), in order, under one hold of the lock; returns
-        each one's error (None: deleted), one failing changing nothing for the others. Each is
-        its own crash-safe delete (slot, metadata transaction), as if asked for one by one.
+        """Delete each (run_id, checkpoint_id) under one hold of the lock; returns each one's
+        error (None: deleted), one failing changing nothing for the others: the outcomes are
+        those of deleting them one by one in this order (a key asked for twice: the second is
+        not found). All are one crash-safe batch (`trash.DELETE_STEPS`: one intent record,
+        one metadata transaction).
 
         Returns once each is committed (gone from the metadata, its files in the trash: a
         crash now still completes it at the next open); the files are removed in the
         background (`Deleter.purge_later`, finished by `close`). The server gathers the
         deletes asked for at the same time into one call (`ckpt_tui.server.deletes`)."""
-        failures: list[Exception | None] = []
-        deleted: list[tuple[CheckpointEntry, Path]] = []
-        checked: set[str] = set()  # runs looked at for outside changes during this call
         with self.guard.held():
-            for run_id, checkpoint_id in keys:
-                try:
-                    recheck = run_id not in checked
-                    checked.add(run_id)
-                    deleted.append(self._stage_delete(run_id, checkpoint_id, recheck))
-                    failures.append(None)
-                except Exception as exc:  # this one's answer; the others' stand as they are
-                    failures.append(exc)
-        self._deleter.purge_later(deleted)
-        return failures
+            staged = self._stage_deletes(keys)
+        self._deleter.purge_later(
+            [
+                (entry, slot)
+                for entry, slot in staged
+                if entry is not None and isinstance(slot, Path)
+            ]
+        )
+        return [outcome if isinstance(outcome, Exception) else None for _, outcome in staged]
 
     def wait_for_purges(self) -> None:
         """Wait until the files of every delete answered so far (`delete_checkpoints`) are
         gone from the trash too."""
         self._deleter.wait_for_purges()
 
-    def _stage_delete(
-        self, run_id: str, checkpoint_id: str, recheck: bool = True
-    ) -> tuple[CheckpointEntry, Path]:
-        """Steps 1-3 of a delete (under the lock): the entry and the slot holding its files.
-        `recheck=False`: the run was checked for outside changes earlier in this hold of the
-        lock (its signature is brought up to date by each delete's commit)."""
-        with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
-            self._writer.require_writable()
-            entry = self._watcher.live_entry(run_id, checkpoint_id, recheck)
-            return entry, self._deleter.delete_checkpoint(entry)
+    def _stage_deletes(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[CheckpointEntry | None, Path | Exception]]:
+        """Steps 1-3 of the deletes (under the lock): each one's entry (None if not found)
+        and the slot holding its files, or its error. Each run is checked for outside changes
+        once, before any file moves."""
+        found: list[CheckpointEntry | Exception] = []
+        leaving: dict[tuple[str, str], CheckpointEntry] = {}
+        checked: set[str] = set()  # runs looked at for outside changes during this call
+        for run_id, checkpoint_id in keys:
+            try:
+                with storage_errors(f"deleting checkpoint {checkpoint_id!r} of run {run_id!r}"):
+                    self._writer.require_writable()
+                    entry = self._watcher.live_entry(run_id, checkpoint_id, run_id not in checked)
+                checked.add(run_id)
+                if entry.key in leaving:  # as if done one by one: the first one deleted it
+                    raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+                self._deleter.refuse_base_model(entry, leaving)
+            except Exception as exc:  # this one's answer; the others' stand as they are
+                found.append(exc)
+                continue
+            leaving[entry.key] = entry
+            found.append(entry)
+        outcomes = iter(self._deleter.delete_all(list(leaving.values()), touch=True))
+        return [
+            (item, next(outcomes)) if isinstance(item, CheckpointEntry) else (None, item)
+            for item in found
+        ]
 
     @locked
     def set_public(self, run_id: str, checkpoint_id: str, public: bool) -> Checkpoint:

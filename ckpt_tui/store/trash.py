@@ -1,22 +1,27 @@
 """Crash-safe removal of files through `STORE/.ckpt-tui/trash/`.
 
-A delete is four steps (`DELETE_STEPS`), each safe to be interrupted:
+Deletes are done in batches (one, or the many a bulk delete asks for at once), four steps
+each (`DELETE_STEPS`), each safe to be interrupted:
 
-1. prepare: make `trash/<unique>/` holding `origin.json` (which checkpoint is going away);
-2. move:    rename the checkpoint's folder to `trash/<unique>/files` (atomic, same file system);
-3. commit:  drop the metadata row (the store does this, one SQLite transaction);
-4. purge:   empty `trash/<unique>` (links are removed as links, never followed), its
-            `origin.json` first, and keep it for a later delete (`SpareSlots`); done without
-            the store's lock, before the delete answers.
+1. prepare: take an empty slot `trash/<unique>/` per checkpoint and write one intent record
+            `trash/<unique>.intent` for the batch (which checkpoint goes into which slot);
+2. move:    rename each checkpoint's folder to its slot's `files` (atomic, same file system);
+            once all are moved, the intent is removed;
+3. commit:  drop the metadata rows (the store does this, one SQLite transaction per batch);
+4. purge:   empty each slot (links are removed as links, never followed) and keep it for a
+            later delete (`SpareSlots`); done without the store's lock.
 
 A step that fails (a full disk, an I/O error) undoes the steps before it (`restore` moves the
 files back when the commit fails), so a delete that reports an error has not happened; one
-whose purge fails has happened (the slot is removed at the next open).
+whose purge fails has happened (the slot is removed at the next open). The intent is gone
+before any delete of the batch answers, so a delete that failed (its files left in place) is
+never finished by a later `recover`.
 
-At open, `recover` finishes whatever is in the trash: a slot whose files were not yet moved has
-its origin moved in first (the delete was asked for, so it is completed), then every slot is
-removed; the scan that follows drops rows whose folder is gone.
-Staged new checkpoints (`trash/<unique>.new`) are removed the same way.
+At open, `recover` finishes whatever is in the trash: each intent's checkpoints whose files
+were not yet moved are moved in first (the deletes were asked for, so they are completed),
+then the intent and every slot are removed; the scan that follows drops rows whose folder is
+gone. A slot holding an `origin.json` (one slot's intent, written by versions before batch
+intents) is finished the same way. Staged new checkpoints (`trash/<unique>.new`) are removed.
 
 Every path is resolved once: its folders are opened one by one from the store root down
 without following links (`O_NOFOLLOW`), and the rename, the checks and the removal act on those
@@ -49,6 +54,9 @@ from ckpt_tui.store.layout import (
 
 DELETE_STEPS = ("prepare", "move", "commit", "purge")
 ORIGIN = "origin.json"
+"""One slot's intent (versions before batch intents); still finished by `recover`."""
+INTENT = ".intent"
+"""The suffix of a batch's intent record in `trash/`."""
 FILES = "files"
 
 
@@ -57,9 +65,9 @@ LINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)
 """What opening a symbolic link (or a file) as a folder with O_NOFOLLOW fails with."""
 
 
-def new_slot(layout: Layout, suffix: str = "") -> Path:
-    """A fresh, empty folder in the trash."""
-    with opened_dir(layout, [], create=[META_DIR, TRASH_DIR]) as trash:
+def new_slot(layout: Layout, suffix: str = "", trash_fd: int | None = None) -> Path:
+    """A fresh, empty folder in the trash (made in `trash_fd` when given: see `_trash_dir`)."""
+    with _trash_dir(layout, trash_fd) as trash:
         name = f"{uuid.uuid4().hex}{suffix}"
         os.mkdir(name, dir_fd=trash)
     return layout.trash / name
@@ -116,34 +124,53 @@ class SpareSlots:
                 purge(self._layout, slot)
 
 
-def prepare(
-    layout: Layout,
-    run_id: str,
-    checkpoint_id: str,
-    location: Path | None = None,
-    spare: Path | None = None,
-    trash_fd: int | None = None,
+def write_intent(
+    layout: Layout, deletes: Sequence[tuple[Path, str, str, Path]], trash_fd: int | None = None
 ) -> Path:
-    """Step 1: a slot (`spare`, an empty one, or a new one) that records which checkpoint it
-    is for, and where its files are."""
-    slot = spare or new_slot(layout)
-    origin: dict[str, str] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
-    if location is not None:  # relative to the root (`parts_inside`: cheaper than relpath)
-        origin["location"] = "/".join(parts_inside(layout, location))
-    try:
-        with _slot_dir(layout, slot, trash_fd) as folder:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            out = os.open(ORIGIN, flags, 0o644, dir_fd=folder)
-            try:  # no file object: a delete writes one of these under the store's lock
-                data = json.dumps(origin).encode("ascii")
-                while data:
-                    data = data[os.write(out, data) :]
-            finally:
-                os.close(out)
-    except BaseException:
-        purge(layout, slot)  # a full disk must not leave empty slots piling up
-        raise
-    return slot
+    """Step 1: record, in one file, which checkpoint (slot, run id, checkpoint id, location)
+    goes into which slot of `trash/`; returns its path for `drop_intent`."""
+    records = [
+        {
+            "slot": slot.name,
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "location": "/".join(parts_inside(layout, location)),  # relative to the root
+        }
+        for slot, run_id, checkpoint_id, location in deletes
+    ]
+    name = f"{uuid.uuid4().hex}{INTENT}"
+    data = json.dumps({"deletes": records}).encode("ascii")
+    with _trash_dir(layout, trash_fd) as trash:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        out = os.open(name, flags, 0o644, dir_fd=trash)
+        try:  # no file object: written under the store's lock
+            with memoryview(data) as left:
+                written = 0
+                while written < len(data):
+                    written += os.write(out, left[written:])
+        except BaseException:
+            os.close(out)
+            with suppress(OSError):
+                os.unlink(name, dir_fd=trash)  # a half-written intent must not be acted on
+            raise
+        os.close(out)
+    return layout.trash / name
+
+
+def drop_intent(layout: Layout, intent: Path, trash_fd: int | None = None) -> None:
+    """End of step 2: the batch's files are moved (or stayed, for the deletes that failed)."""
+    with _trash_dir(layout, trash_fd) as trash:
+        os.unlink(intent.name, dir_fd=trash)
+
+
+@contextmanager
+def _trash_dir(layout: Layout, trash_fd: int | None) -> Iterator[int]:
+    """`trash_fd` (`SpareSlots.trash_fd`), or `trash/` opened from the root down."""
+    if trash_fd is not None:
+        yield trash_fd
+        return
+    with opened_dir(layout, [], create=[META_DIR, TRASH_DIR]) as trash:
+        yield trash
 
 
 def move(layout: Layout, path: Path, slot: Path, trash_fd: int | None = None) -> None:
@@ -332,32 +359,69 @@ def _names(folder: int) -> list[str]:
 def recover(layout: Layout) -> list[Path]:
     """Finish every interrupted delete and drop staged leftovers; return the slots removed."""
     try:
-        slots = sorted(layout.trash.iterdir())
+        names = sorted(layout.trash.iterdir())
     except FileNotFoundError:
         return []
+    for intent in (path for path in names if path.name.endswith(INTENT)):
+        _finish_batch(layout, intent)
+    slots = [path for path in names if not path.name.endswith(INTENT)]
     for slot in slots:
-        _finish_move(layout, slot)
+        _finish_move(layout, slot, slot / ORIGIN)
         purge(layout, slot)
     return slots
 
 
-def _finish_move(layout: Layout, slot: Path) -> None:
-    """If `slot` was prepared but its files never moved, move them now."""
-    if not slot.is_dir() or slot.is_symlink() or os.path.lexists(slot / FILES):
+def _finish_batch(layout: Layout, intent: Path) -> None:
+    """Move in the files of each delete of an intent whose files were not yet moved, then
+    remove the intent (unreadable: nothing is finished, see `_finish_move`)."""
+    if intent.is_file() and not intent.is_symlink():
+        with suppress(OSError, ValueError):
+            deletes = read_json(os.fspath(intent)).get("deletes")
+            for origin in deletes if isinstance(deletes, list) else []:
+                slot_name = origin.get("slot") if isinstance(origin, dict) else None
+                if _is_slot_name(slot_name):
+                    _move_in(layout, layout.trash / str(slot_name), origin)
+    purge(layout, intent)
+
+
+def _finish_move(layout: Layout, slot: Path, origin_file: Path) -> None:
+    """If `slot` was prepared (its `origin.json`) but its files never moved, move them now."""
+    if not _awaits_files(slot):
         return
     try:
-        origin = read_json(os.fspath(slot / ORIGIN))
+        origin = read_json(os.fspath(origin_file))
+    except (OSError, ValueError):
+        return  # no readable intent (e.g. a crash while writing it): nothing to finish
+    _move_in(layout, slot, origin)
+
+
+def _move_in(layout: Layout, slot: Path, origin: dict[str, object]) -> None:
+    """Move the checkpoint `origin` names into `slot`, unless its files are already there;
+    anything doubtful (a bad id, a link, no such slot) leaves the checkpoint as it is."""
+    if not _awaits_files(slot):
+        return
+    try:
         run_id = checked_run_id(str(origin["run_id"]))
         checkpoint_id = str(origin["checkpoint_id"])
         checked_checkpoint_id(checkpoint_id)
-    except (OSError, ValueError, KeyError, TypeError, InvalidRequestError):
-        return  # no readable intent (e.g. a crash while writing origin.json): nothing to finish
+    except (ValueError, KeyError, TypeError, InvalidRequestError):
+        return
     path = _origin_path(layout, origin, run_id, checkpoint_id)
     if path is not None and os.path.lexists(path):
         try:
             move(layout, path, slot)
         except (OSError, StoreError):
             return  # leave the checkpoint as it is rather than touch anything doubtful
+
+
+def _is_slot_name(name: object) -> bool:
+    """A plain name in `trash/` (the intent is read back from a file: trust nothing)."""
+    return isinstance(name, str) and "/" not in name and name not in ("", ".", "..")
+
+
+def _awaits_files(slot: Path) -> bool:
+    """A real folder (not a link) without its `files` yet."""
+    return slot.is_dir() and not slot.is_symlink() and not os.path.lexists(slot / FILES)
 
 
 def _origin_path(

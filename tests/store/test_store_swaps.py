@@ -133,12 +133,14 @@ def test_a_swapped_folder_never_redirects_the_delete_steps(tmp_path: Path, swapp
     with swapping(real, link) as swaps:
         for name in names(DELETES):
             path = layout.checkpoint_dir("r", f"weights/{name}")
-            slot = trash.prepare(layout, "r", f"weights/{name}", path)
+            slot = trash.new_slot(layout)
+            intent = trash.write_intent(layout, [(slot, "r", f"weights/{name}", path)])
             try:
                 trash.move(layout, path, slot)
                 moved += 1
             except (OSError, StoreError):
                 pass
+            trash.drop_intent(layout, intent)
             trash.purge(layout, slot)
     assert swaps[0] > 0 and moved <= DELETES
     assert canary_intact(outside)
