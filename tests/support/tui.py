@@ -28,6 +28,7 @@ from ckpt_tui.store import Store
 from ckpt_tui.store.bucket.opening import open_bucket_store
 from ckpt_tui.timekeeping.clock import Clock, FixedClock
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.browse.feed_screen import FeedScreen
 from ckpt_tui.tui.screens.browse_screen import BrowseScreen
 from ckpt_tui.tui.view.groups import RunsEntry
 from ckpt_tui.tui.widgets import FastTable
@@ -133,16 +134,29 @@ async def settle(pilot: Pilot[None]) -> None:
     Not while a dialog is open: the worker that opened it waits for its answer.
 
     Workers report back with messages, whose handlers may start more work (a finished
-    load asks for metrics): it waits again until a pause leaves no worker running, a
-    bounded number of times.
+    load asks for metrics), and a key's binding can run before a message already queued
+    for the screen: so it waits, a bounded number of rounds, until no worker runs and the
+    browse screen shows what every load sent (none is loading, no pages wait to be shown).
     """
     app = pilot.app
     for _ in range(SETTLE_ROUNDS):
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if not any(worker.is_running for worker in app.workers):
+        if not busy(app):
             break
     await pilot.pause()
+
+
+def busy(app: App[Any]) -> bool:
+    """Work is running, or a load's results are not on screen yet."""
+    if any(worker.is_running for worker in app.workers):
+        return True
+    feeds = [screen for screen in app.screen_stack if isinstance(screen, FeedScreen)]
+    if not feeds:
+        return isinstance(app, CkptApp)  # its browse screen is not up yet
+    feed = feeds[0]
+    loading = any(state.loading for state in feed.fleet.states)
+    return bool(feed.fetching) or feed.refresh_due or loading
 
 
 async def show_all_checkpoints(pilot: Pilot[None]) -> None:
