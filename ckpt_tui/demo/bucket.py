@@ -5,22 +5,14 @@ no network, no extra service. Its files are sparse, as the training box's are.""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
-from ckpt_tui.demo.trainer_box import TrainerRun, write_trainer_run
+from ckpt_tui.demo.trainer_box import TrainerRun
 
 BUCKET_RUNS = (
     TrainerRun("qwen3-8b-sft", "Qwen/Qwen3-8B", 1000, 3, 4.0, 1),
     TrainerRun("llama-8b-cpt", "meta-llama/Llama-3.1-8B", 2500, 2, 15.0, 1),
 )
-
-
-def write_bucket(root: Path, now: datetime) -> Path:
-    """Write the synced runs under `root` (a fresh folder); return `root`."""
-    for run in BUCKET_RUNS:
-        write_trainer_run(root / run.folder, run, now)
-    return root
 
 
 def bucket_location(root: Path) -> str:

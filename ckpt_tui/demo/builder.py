@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt_tui.demo.bucket import write_bucket
+from ckpt_tui.demo.bucket import BUCKET_RUNS
 from ckpt_tui.demo.models import MODELS, adam_moments, full_tensors, lora_tensors
 from ckpt_tui.demo.safetensors_writer import TensorSpec, write_sparse_safetensors
 from ckpt_tui.demo.scenario import PlannedCheckpoint, PlannedRun, plan_demo
-from ckpt_tui.demo.trainer_box import write_trainer_box
+from ckpt_tui.demo.trainer_box import TRAINER_RUNS, write_trainer_runs
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
@@ -79,8 +79,8 @@ def build_demo(root: Path, seed: int = DEFAULT_SEED, clock: Clock = SYSTEM_CLOCK
     for run in plan:
         if run.log_name is not None:
             write_log_dir(paths.logs / run.log_name, run)
-    write_trainer_box(paths.box, clock.now())
-    write_bucket(paths.bucket, clock.now())
+    write_trainer_runs(paths.box, TRAINER_RUNS, clock.now())
+    write_trainer_runs(paths.bucket, BUCKET_RUNS, clock.now())
     return paths
 
 

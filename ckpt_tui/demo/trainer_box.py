@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,9 +41,10 @@ TRAINER_RUNS = (
 )
 
 
-def write_trainer_box(root: Path, now: datetime) -> Path:
-    """Write every trainer run's output under `root` (a fresh folder); return `root`."""
-    for run in TRAINER_RUNS:
+def write_trainer_runs(root: Path, runs: Iterable[TrainerRun], now: datetime) -> Path:
+    """Write each run's output under `root` (a fresh folder), as Trainer saves it; return
+    `root`. The training box and the bucket (where such runs were synced) both hold these."""
+    for run in runs:
         write_trainer_run(root / run.folder, run, now)
     return root
 
