@@ -28,6 +28,7 @@ from tests.support.tui import (
     shown,
     sort_key,
 )
+from tests.support.waiting import until
 
 
 async def test_runs_and_the_highlighted_runs_checkpoints_are_shown(demo: ServedDemo) -> None:
@@ -160,12 +161,15 @@ async def test_enter_or_escape_then_j_in_one_burst_moves_the_cursor(demo: Served
         await show_all_checkpoints(pilot)
         await pilot.press("g")  # the top row; every row's path contains "tinker"
         burst(app, "slash", *"tinker", "enter", "j")
+        # The box hands a key it got after losing focus back to the app: wait for it, as
+        # a queued key is neither a worker nor a load that settle() waits for.
+        await until(lambda: checkpoints(app).cursor_row == 1, pilot.pause)
         await settle(pilot)
         state = screen_of(app).state
         assert state.filter_text == "tinker"  # kept, and the "j" went to the table
         assert app.focused is checkpoints(app)
-        assert checkpoints(app).cursor_row == 1
         burst(app, "slash", "x", "escape", "j")
+        await until(lambda: checkpoints(app).cursor_row == 2, pilot.pause)
         await settle(pilot)
         assert screen_of(app).state.filter_text == ""  # cleared; the "j" went to the table
         assert app.focused is checkpoints(app)

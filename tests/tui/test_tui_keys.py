@@ -19,6 +19,7 @@ from ckpt_tui.tui.screens.delete_dialog import DeleteDialog
 from ckpt_tui.tui.screens.publish_dialog import PublishDialog
 from ckpt_tui.tui.screens.quit_dialog import QuitDialog
 from ckpt_tui.tui.screens.ttl_dialog import TtlDialog
+from ckpt_tui.tui.widgets.fitting_footer import FittingFooter
 from tests.support.demo_fixture import ServedDemo
 from tests.support.faulty_app import FaultyApp
 from tests.support.tui import (
@@ -250,6 +251,25 @@ async def test_the_footer_shows_whole_hints_and_nothing_past_the_palette_key(
         assert whole_hints(hints) and "d Delete" in hints, hints
         if size[0] >= 120:  # the actions whole, and browsing up to refresh (copy: ? and ^p)
             assert "D Download" in hints and "r Refresh" in hints
+
+
+async def test_a_fit_before_the_shown_hints_are_laid_out_waits_for_them(
+    demo: ServedDemo,
+) -> None:
+    """On a busy machine the fit after a resize can run before the hints it showed again
+    are laid out: seen at x 0 they stayed shown past the palette key ("^p paletteo")."""
+    app = make_app(demo.url, demo.paths.logs, demo.clock)
+    async with app.run_test(size=(59, 15)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(FittingFooter)
+        assert any(not hint.display for hint in footer.children)  # the last fit hid some
+        for hint in footer.children:  # as a resize does, then its fit before the layout
+            hint.display = True
+        footer.fit()
+        await settle(pilot)
+        hints, palette = footer_line(app).split("▏")
+        assert palette.strip() == "^p palette"
+        assert whole_hints(hints), hints
 
 
 @pytest.mark.parametrize("key", ["d", "t"])

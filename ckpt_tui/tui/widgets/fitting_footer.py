@@ -20,6 +20,9 @@ from textual.widgets import Footer
 PALETTE_CLASS = "-command-palette"
 """The class Textual gives the footer's palette key."""
 
+FIT_TRIES = 8
+"""Refreshes a fit waits at most for the hints shown again to be laid out."""
+
 
 class FittingFooter(Footer):
     """A footer whose hints are whole or absent."""
@@ -41,7 +44,18 @@ class FittingFooter(Footer):
             child.display = True
         self.call_after_refresh(self.fit)
 
-    def fit(self) -> None:
+    def fit(self, tries: int = FIT_TRIES) -> None:
+        """Hide the hints from the first that reaches the palette key on.
+
+        A hint hidden by the last fit and shown again has no place until the next layout,
+        which on a busy machine can come after this call: seen at x 0 it would stay shown
+        past the palette key ("^p paletteo"). So the fit waits for that layout first.
+        """
+        hints = [child for child in self.children if not child.has_class(PALETTE_CLASS)]
+        unplaced = any(hint.display and hint.region.width == 0 for hint in hints)
+        if unplaced and self.region.width > 0 and tries > 0:
+            self.call_after_refresh(self.fit, tries - 1)
+            return
         right = self.region.right
         palette = [child for child in self.children if child.has_class(PALETTE_CLASS)]
         if palette:
