@@ -1,8 +1,10 @@
-"""A bucket prefix as a `Storage`, through obstore (S3, GCS, Azure; memory and local stores).
+"""A bucket prefix through obstore (S3, GCS, Azure; memory and local stores): what the walk's
+`Storage` on a bucket (`bucket.tree.ListedTree`) lists, stats and reads.
 
-Keys are paths from the bucket's top; the store's root is the location's prefix. A level is
-one ListObjectsV2 with a delimiter, every page followed (obstore follows the continuation
-tokens); a file's header is read with ranged GETs. Credentials come from each cloud's standard
+Keys are paths from the bucket's top; the store's root is the location's prefix. The whole
+prefix is listed at once (`list_all`, every page followed, bounded in objects and time); the
+walk's levels are answered from that listing (`bucket.tree.ListedTree`), so this class lists
+no single level; a file's header is read with ranged GETs. Credentials come from each cloud's standard
 environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a file of ours; error
 texts keep the cloud's reason and drop everything else.
 """
@@ -101,22 +103,6 @@ class ObjectStorage:
     def object_store(self) -> ObjectStore:
         """The obstore store: the write side's conditional writes and prefix listings."""
         return self._store
-
-    def list_level(self, path: str) -> dict[str, Entry]:
-        key = key_of(path)
-        try:
-            listed = obstore.list_with_delimiter(self._store, f"{key}/" if key else None)
-        except Exception as exc:
-            raise _read_error(exc) from None
-        found: dict[str, Entry] = {}
-        for prefix in listed["common_prefixes"]:
-            name = prefix.rstrip("/").rsplit("/", 1)[-1]
-            found[name] = Entry(name, True)
-        for meta in listed["objects"]:
-            name = meta["path"].rsplit("/", 1)[-1]
-            if name and name not in found:
-                found[name] = _entry(name, meta)
-        return found
 
     def list_all(self) -> Iterator[tuple[str, Entry]]:
         """(key, file) for every object under the root; StorageReadError when a request
