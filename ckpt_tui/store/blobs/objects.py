@@ -4,9 +4,9 @@
 Keys are paths from the bucket's top; the store's root is the location's prefix. The whole
 prefix is listed at once (`list_all`, every page followed, bounded in objects and time); the
 walk's levels are answered from that listing (`bucket.tree.ListedTree`), so this class lists
-no single level; a file's header is read with ranged GETs. Credentials come from each cloud's standard
-environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a file of ours; error
-texts keep the cloud's reason and drop everything else.
+no single level; a file's header is read with ranged GETs. Credentials come from each
+cloud's standard environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a
+file of ours; error texts keep the cloud's reason and drop everything else.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import obstore
 
-from ckpt_tui.locations import BucketLocation
+from ckpt_tui.locations import BucketLocation, url_key
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 
 if TYPE_CHECKING:
@@ -49,6 +49,11 @@ class ObjectStorage:
         self._store = store
         self._url = url
         self._root = prefix.strip("/")
+        self.place_scope = ""
+        """Where the bucket is served from, one spelling per endpoint (`locations.url_key`:
+        no user info, host in lower case, default port, no trailing `/`) and, on Azure, the
+        account: one bucket name at two endpoints is two buckets. "" for the cloud's own
+        endpoint and for local stores."""
         self.cache_scope: str | None = None
         """What tells this bucket from another of the same name (its endpoint and location):
         the key of what is kept of it on this machine (`bucket.read_cache`). None for a
@@ -88,7 +93,9 @@ class ObjectStorage:
             raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
         opened = cls(store, location.url, location.prefix)
         account = os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if location.scheme == "az" else None
-        opened.cache_scope = f"{endpoint or ''}\0{account or ''}\0{location.url}"
+        if endpoint or account:
+            opened.place_scope = f"{url_key(endpoint) if endpoint else ''}\0{account or ''}"
+        opened.cache_scope = f"{opened.place_scope}\0{location.url}"
         return opened
 
     @property
