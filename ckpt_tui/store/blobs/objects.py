@@ -125,7 +125,7 @@ class ObjectStorage:
             raise _read_error(exc) from None
         for meta in listed:
             key = meta["path"]
-            yield key, _entry(key.rsplit("/", 1)[-1], meta)
+            yield key, entry_of(key.rsplit("/", 1)[-1], meta)
 
     async def _list_side_by_side(self) -> list[Any]:
         """Every object under the root: the top level and, while there are few prefixes, the
@@ -172,7 +172,7 @@ class ObjectStorage:
             return None
         except Exception as exc:
             raise _read_error(exc) from None
-        return _entry(key.rsplit("/", 1)[-1], meta)
+        return entry_of(key.rsplit("/", 1)[-1], meta)
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         if length <= 0:
@@ -307,7 +307,7 @@ def key_of(path: str) -> str:
     return "" if key == "." else key
 
 
-def _entry(name: str, meta: Any) -> Entry:
+def entry_of(name: str, meta: Any) -> Entry:
     modified = meta["last_modified"]
     mtime_ns = int(modified.timestamp() * 1_000_000) * 1000
     return Entry(name, False, int(meta["size"]), mtime_ns, str(meta.get("e_tag") or ""))
