@@ -324,9 +324,21 @@ class BucketDeleter:
             raise StorageFailedError(
                 f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
             ) from exc
+        for key in [key for key, meta in found.items() if self._is_marker(prefix, key, meta)]:
+            del found[key]  # a folder, not an object of the checkpoint
         refuse_outside(found, prefix)
         _refuse_links(self.place, found)
         return found
+
+    def _is_marker(self, prefix: str, key: str, meta: ObjectMeta) -> bool:
+        """Whether a listed object is a folder marker: a zero-byte key ending in `/` (the S3
+        console's "Create folder" writes one), which obstore lists without its `/` and cannot
+        address (its paths never end in `/`), so it can be neither read nor deleted through
+        it. Listed under `prefix/`, `prefix` itself is one; any other zero-byte key that
+        HEAD does not find is one too (its real key ends in `/`)."""
+        if meta["size"] != 0:
+            return False
+        return key == prefix or not self._single(key)
 
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
