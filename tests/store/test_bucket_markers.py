@@ -58,7 +58,8 @@ def test_folder_markers_are_folders_and_a_checkpoint_holding_them_is_deleted(
     s3.upload(plain, "team", root)
     s3.upload(s3_bucket, "team", root)
     markers = with_markers(s3, s3_bucket)
-    with opened(plain) as without, opened(s3_bucket) as store:
+    without, store = opened(plain), opened(s3_bucket)
+    with without, store:
         assert listing(store) == listing(without)
         assert len(listing(store)) == 4
         # every marker is a folder, but an empty folder's: from the listing alone, a file
