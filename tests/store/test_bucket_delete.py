@@ -287,3 +287,35 @@ def test_a_link_inside_a_checkpoint_of_a_file_url_is_never_followed(tmp_path: Pa
     assert (outside / "precious.bin").read_bytes() == b"not the store's"
     assert (checkpoint / "model.safetensors").exists()
     assert not (tmp_path / "store/.ckpt-tui").exists()  # no record either: nothing was begun
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_is_never_followed(tmp_path: Path) -> None:
+    """The listing's check finds no link; a folder of the checkpoint is then swapped for a
+    link to a folder outside the store, before the delete: the delete goes through folder
+    descriptors opened without following links, so the outside file stays, and the delete
+    says the key is not deleted."""
+    outside = tmp_path / "elsewhere/sub"
+    outside.mkdir(parents=True)
+    (outside / "shard.bin").write_bytes(b"not the store's")
+    checkpoint = tmp_path / "store/run/step-10"
+    (checkpoint / "sub").mkdir(parents=True)
+    (checkpoint / "config.json").write_bytes(b"{}")
+    (checkpoint / "sub/shard.bin").write_bytes(b"weights")
+    place = BucketPlace(LocalStore(tmp_path / "store"), "", f"file://{tmp_path}/store")
+    engine = deleter(place)
+
+    def swap(step: str) -> None:
+        if step == "intent":
+            (checkpoint / "sub/shard.bin").rename(tmp_path / "moved-away.bin")
+            (checkpoint / "sub").rmdir()
+            (checkpoint / "sub").symlink_to(outside)
+
+    engine.step_hook = swap
+    outcome = engine.delete("run/step-10", "run", "weights/step-10")
+    assert (outside / "shard.bin").read_bytes() == b"not the store's"
+    assert not outcome.done
+    assert outcome.deleted == [] and outcome.failed == {}  # not yet listed again: the link
+    assert outcome.problem is not None and "reached through the link run/step-10/sub" in (
+        outcome.problem
+    )
+    assert not (checkpoint / "config.json").exists()  # the store's own file went

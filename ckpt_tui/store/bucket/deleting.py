@@ -47,6 +47,7 @@ from ckpt_tui.store.bucket.intent import (
     more_than_one_checkpoint,
     refuse_outside,
 )
+from ckpt_tui.store.bucket.local_delete import unlink_below
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -150,7 +151,10 @@ class BucketDeleter:
         prefix = self.place.key(checked_rel(checkpoint))
         if incomplete_reason is not None:
             raise ConflictError(_still_written(checkpoint, incomplete_reason))
-        found = self._list(prefix) or self._single(prefix)
+        try:
+            found = self._list(prefix) or self._single(prefix)
+        except StoreError as exc:  # the same error, saying so
+            raise type(exc)(f"{exc}; nothing was deleted") from exc
         if not found:
             raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
         newest_us = max(found.values())
@@ -195,7 +199,7 @@ class BucketDeleter:
         errors = self._delete_batches(sorted(doomed, key=_weights_first), outcome)
         try:
             after = self._now_of(intent)
-        except StorageFailedError as exc:
+        except StoreError as exc:  # a failed list, or a link or key outside found meanwhile
             outcome.problem = f"the objects could not be listed again to check ({exc})"
             return outcome
         for key in doomed:
@@ -215,6 +219,11 @@ class BucketDeleter:
         for start in range(0, len(keys), self.batch_keys):
             batch = keys[start : start + self.batch_keys]
             outcome.requests += 1
+            local_root = _local_root(self.place)
+            if local_root is not None:  # file://: through folder descriptors, no link followed
+                errors.update(unlink_below(local_root, batch))
+                self._step("batch")
+                continue
             try:
                 obstore.delete(self.place.store, batch)
             except (BaseError, OSError) as exc:
@@ -304,7 +313,7 @@ class BucketDeleter:
             return {}
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"reading {key} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+                f"reading {key} in {self.place.name} failed ({reason(exc)})"
             ) from exc
         _refuse_links(self.place, [key])
         return {key: _us(found["last_modified"])}
@@ -322,7 +331,7 @@ class BucketDeleter:
             }
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+                f"listing {prefix} in {self.place.name} failed ({reason(exc)})"
             ) from exc
         for key in [key for key, meta in found.items() if self._is_marker(prefix, key, meta)]:
             del found[key]  # a folder, not an object of the checkpoint
@@ -345,14 +354,23 @@ class BucketDeleter:
             self.step_hook(name)
 
 
+def _local_root(place: BucketPlace) -> str | None:
+    """The folder of obstore's local store (`file://`); None for any other store."""
+    store = place.store
+    if not isinstance(store, LocalStore) or store.prefix is None:
+        return None
+    return str(store.prefix)
+
+
 def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
     """StoreError if a key of obstore's local store (`file://`) is reached through a link:
     its listing follows links, so a delete through one would remove files outside the store
-    (the folder store never follows a link)."""
-    store = place.store
-    if not isinstance(store, LocalStore) or store.prefix is None:
+    (the folder store never follows a link). A link made after this check is not followed
+    either: the delete goes through folder descriptors (`local_delete`)."""
+    root = _local_root(place)
+    if root is None:
         return
-    root, looked = str(store.prefix), set()
+    looked: set[str] = set()
     for key in keys:
         folder = key.rpartition("/")[0]
         while folder and folder not in looked:
@@ -360,7 +378,7 @@ def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
             if os.path.islink(os.path.join(root, folder)):
                 raise StoreError(
                     f"{key} is reached through the link {folder} in {place.name}: links are "
-                    "never followed; nothing was deleted"
+                    "never followed"
                 )
             folder = folder.rpartition("/")[0]
 

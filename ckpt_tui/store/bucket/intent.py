@@ -105,7 +105,7 @@ def refuse_outside(keys: Iterable[str], prefix: str) -> None:
     input)."""
     for key in keys:
         if not key.startswith(prefix + "/"):
-            raise StoreError(f"{key!r} is named under {prefix!r}, outside it; nothing was deleted")
+            raise StoreError(f"{key!r} is named under {prefix!r}, outside it")
 
 
 def more_than_one_checkpoint(
