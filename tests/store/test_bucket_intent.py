@@ -8,7 +8,9 @@ from datetime import timedelta
 import msgspec
 import pytest
 
-from ckpt_tui.store.bucket import deleting, intent
+from ckpt_tui.locations import parse_location
+from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket import BucketStore, deleting, intent
 from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter
 from ckpt_tui.store.bucket.intent import DeleteIntent
 from ckpt_tui.store.bucket.metadata import BucketMeta
@@ -152,3 +154,25 @@ def test_a_record_past_its_bounds_is_reported_not_acted_on(
     assert "longer than 1024 bytes" in recovered(place).problems[0]
     assert everything(s3, s3_bucket) == sorted([*RUN, *TINKER])
     assert kept_rows(place) == ROWS
+
+
+def test_a_hostile_record_is_a_problem_of_the_store_that_opens_the_bucket(
+    s3: S3Server, s3_bucket: str
+) -> None:
+    seeded(s3, s3_bucket)
+    keys = [key for key in RUN if key.startswith("store/team/")]
+    planted(s3, s3_bucket, DeleteIntent("team", "_root_", "weights/team", keys, FOREVER_US))
+    location = parse_location(f"s3://{s3_bucket}/store")
+    assert location is not None
+    store = BucketStore.open_bucket(ObjectStorage.open(location), LATER, settle_seconds=0)
+    with store:
+        problems = store.problems()
+        checkpoints, _ = store.list_checkpoints(0, 100)
+    assert not problems.complete
+    assert "a run, not one checkpoint" in str(problems)
+    assert sorted(c.tinker_path for c in checkpoints) == [
+        "tinker://abc/weights/step-1",
+        "tinker://team/weights/checkpoint-10",
+        "tinker://team/weights/checkpoint-20",
+    ]
+    assert everything(s3, s3_bucket) == sorted([*RUN, *TINKER])
