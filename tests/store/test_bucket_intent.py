@@ -149,6 +149,9 @@ def test_a_record_past_its_bounds_is_reported_not_acted_on(
     monkeypatch.undo()
     planted(s3, s3_bucket, msgspec.structs.replace(record, keys=[keys[0], *keys]))
     assert "names a key twice" in recovered(place).problems[0]
+    climbing = "store/team/checkpoint-10/../checkpoint-20/model.safetensors"
+    planted(s3, s3_bucket, msgspec.structs.replace(record, keys=[*keys, climbing]))
+    assert "with an empty, '.' or '..' part" in recovered(place).problems[0]
     long_key = f"store/team/checkpoint-10/{'x' * 1024}"
     planted(s3, s3_bucket, msgspec.structs.replace(record, keys=[*keys, long_key]))
     assert "longer than 1024 bytes" in recovered(place).problems[0]

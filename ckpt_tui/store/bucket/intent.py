@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, entry_of, key_of
-from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
+from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, climbs
 from ckpt_tui.store.bucket.tree import ListedTree
 from ckpt_tui.store.discover.walk import discover, keys_at
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
@@ -70,6 +70,8 @@ def check_intent(place: BucketPlace, intent: DeleteIntent) -> None:
     for key in intent.keys:
         if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
             raise StoreError(f"it names a key longer than {MAX_KEY_BYTES} bytes")
+        if climbs(key):
+            raise StoreError(f"it names {key[:200]!r}, with an empty, '.' or '..' part")
 
 
 def checked_checkpoint(rel: str, key: Key) -> None:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from contextlib import ExitStack
 
+from ckpt_tui.store.bucket.place import climbs
 from ckpt_tui.store.trash import DIR_FLAGS, open_subdir
 from ckpt_tui.store.unread import is_gone, why
 
@@ -26,6 +27,9 @@ def unlink_below(root: str, keys: Sequence[str]) -> dict[str, str]:
         folders: dict[str, int | None] = {"": os.open(os.path.realpath(root), DIR_FLAGS)}
         closing.callback(_close_all, folders)
         for key in keys:
+            if climbs(key):
+                errors[key] = "an empty, '.' or '..' part: not a file below the store"
+                continue
             folder, _, name = key.rpartition("/")
             fd = _folder(folders, folder)
             if fd is None:
