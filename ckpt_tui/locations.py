@@ -7,8 +7,11 @@ not part of a location: each cloud's client reads its standard environment varia
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 SCHEMES = {
     "s3": "S3",
@@ -17,6 +20,9 @@ SCHEMES = {
     "file": "a folder read as a bucket (obstore's LocalStore: what the demo's bucket is)",
 }
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
+PlaceKey = tuple[object, ...]
+LOOPBACK = "loopback"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class UnsupportedLocationError(ValueError):
@@ -81,3 +87,29 @@ def _shown(text: str) -> str:
     scheme, sep, rest = text.partition("://")
     host, slash, path = rest.partition("/")
     return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
+def url_key(url: str) -> PlaceKey:
+    """Scheme, machine, port (the scheme's default when none is given) and path."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a usable URL: that backend's own error
+        return ("text", url)
+    scheme = parts.scheme.lower()
+    path = posixpath.normpath(parts.path or "/")
+    return ("url", scheme, machine(parts.hostname or ""), port or DEFAULT_PORTS.get(scheme), path)
+
+
+def machine(host: str) -> str:
+    """The host as one spelling per machine: lower case, loopback names and addresses as one."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return LOOPBACK
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return LOOPBACK if address.is_loopback else address.compressed

@@ -20,20 +20,13 @@ change through one would go around the other's read-only setting: they are refus
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
-import posixpath
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from ckpt_tui.backends.connection import Connection
 from ckpt_tui.backends.descriptor import Backend
 from ckpt_tui.client import ClientError
-from ckpt_tui.locations import has_scheme
-
-PlaceKey = tuple[object, ...]
-LOOPBACK = "loopback"
-DEFAULT_PORTS = {"http": 80, "https": 443}
+from ckpt_tui.locations import PlaceKey, has_scheme, url_key
 
 
 def place_key(backend: Backend) -> PlaceKey:
@@ -115,32 +108,6 @@ def nested_message(outer: Backend, inner: Backend) -> str:
         "checkpoints, around its settings such as read-only). Give folders that do not "
         "overlap, or name only one with --backend NAME"
     )
-
-
-def url_key(url: str) -> PlaceKey:
-    """Scheme, machine, port (the scheme's default when none is given) and path."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # not a usable URL: that backend's own error
-        return ("text", url)
-    scheme = parts.scheme.lower()
-    path = posixpath.normpath(parts.path or "/")
-    return ("url", scheme, machine(parts.hostname or ""), port or DEFAULT_PORTS.get(scheme), path)
-
-
-def machine(host: str) -> str:
-    """The host as one spelling per machine: lower case, loopback names and addresses as one."""
-    host = host.lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return LOOPBACK
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return LOOPBACK if address.is_loopback else address.compressed
 
 
 def one_store_message(first: Backend, second: Backend, why: str) -> str:

@@ -29,16 +29,11 @@ from msgspec.structs import replace
 
 from ckpt_tui.backends.config import Config, ConfiguredBackend, KeyProblem
 from ckpt_tui.backends.descriptor import NAME_PATTERN, Backend
-from ckpt_tui.backends.identity import (
-    PlaceKey,
-    nested_folders,
-    place_key,
-    same_place_message,
-)
+from ckpt_tui.backends.identity import nested_folders, place_key, same_place_message
 from ckpt_tui.client import CredentialsError, Endpoint, InvalidUrlError, resolve_backend
 from ckpt_tui.client.endpoint import check_base_url, without_user_info
 from ckpt_tui.client.secret import Secret
-from ckpt_tui.locations import UnsupportedLocationError, has_scheme, parse_location
+from ckpt_tui.locations import PlaceKey, UnsupportedLocationError, has_scheme, parse_location
 
 TINKER = "tinker"
 

@@ -293,7 +293,7 @@ def opened_dir(layout: Layout, parts: Sequence[str], create: Sequence[str] = ())
 
 
 def _open_child(fd: int, name: str, where: Path) -> int:
-    child = _open_subdir(fd, name)
+    child = open_subdir(fd, name)
     if child is None:
         raise StoreError(
             f"refusing to touch {where / name}: it is a symbolic link or not a folder; "
@@ -306,7 +306,7 @@ def _is_link(name: str, folder: int) -> bool:
     return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
 
 
-def _open_subdir(parent: int, name: str) -> int | None:
+def open_subdir(parent: int, name: str) -> int | None:
     """`name` in `parent` opened as a folder; None if it is a file or a link (never followed)."""
     try:
         return os.open(name, DIR_FLAGS, dir_fd=parent)
@@ -322,7 +322,7 @@ def remove_tree(parent: int, name: str) -> None:
     An explicit stack of open folders (no recursion): each one is reached from its parent's
     descriptor, so nothing is resolved by path twice.
     """
-    fd = _open_subdir(parent, name)
+    fd = open_subdir(parent, name)
     if fd is None:
         os.unlink(name, dir_fd=parent)
         return
@@ -336,7 +336,7 @@ def remove_tree(parent: int, name: str) -> None:
                 os.close(folder)
                 os.rmdir(folder_name, dir_fd=above)
                 continue
-            sub = _open_subdir(folder, child)
+            sub = open_subdir(folder, child)
             if sub is None:
                 with suppress(FileNotFoundError):
                     os.unlink(child, dir_fd=folder)

@@ -13,9 +13,10 @@ import httpx
 import pytest
 
 from ckpt_tui.backends.descriptor import Backend
-from ckpt_tui.backends.identity import machine, place_key
+from ckpt_tui.backends.identity import place_key
 from ckpt_tui.cli import main
 from ckpt_tui.client import Endpoint
+from ckpt_tui.locations import machine
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock

@@ -81,7 +81,10 @@ def seeded(s3: S3Server, bucket: str) -> None:
         s3.put(bucket, key, b"weights")
     place = bucket_place(s3.endpoint, bucket)
     BucketMeta(place, False, 0).apply(
-        upsert=[Row("run", "step-10", 0, public=True), Row("run", "step-100", 0, public=True)]
+        upsert=[
+            Row("run", "weights/step-10", 0, public=True),
+            Row("run", "weights/step-100", 0, public=True),
+        ]
     )
 
 
@@ -99,7 +102,7 @@ def finished_at_next_open(s3: S3Server, bucket: str) -> None:
         [*KEPT, "store/.ckpt-tui/meta.json", "store/.ckpt-tui/store.json"]
     )
     rows = BucketMeta(place, True, 0).rows()
-    assert [(r.checkpoint_id, r.public) for r in rows] == [("step-100", True)]
+    assert [(r.checkpoint_id, r.public) for r in rows] == [("weights/step-100", True)]
 
 
 def test_a_kill_between_batches_loses_nothing_and_the_next_open_finishes(

@@ -33,8 +33,8 @@ def main(endpoint: str, bucket: str, checkpoint: str, batch_keys: str, stop_afte
             sys.stdin.read()  # the test kills the process here
 
     engine.step_hook = report
-    run_id, checkpoint_id = checkpoint.split("/")
-    outcome = engine.delete(checkpoint, run_id, checkpoint_id)
+    run_id, name = checkpoint.split("/")
+    outcome = engine.delete(checkpoint, run_id, f"weights/{name}")  # the walk's ids
     print("done" if outcome.done else "not done", flush=True)
 
 

@@ -1,10 +1,12 @@
-"""A bucket prefix as a `Storage`, through obstore (S3, GCS, Azure; memory and local stores).
+"""A bucket prefix through obstore (S3, GCS, Azure; memory and local stores): what the walk's
+`Storage` on a bucket (`bucket.tree.ListedTree`) lists, stats and reads.
 
-Keys are paths from the bucket's top; the store's root is the location's prefix. A level is
-one ListObjectsV2 with a delimiter, every page followed (obstore follows the continuation
-tokens); a file's header is read with ranged GETs. Credentials come from each cloud's standard
-environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a file of ours; error
-texts keep the cloud's reason and drop everything else.
+Keys are paths from the bucket's top; the store's root is the location's prefix. The whole
+prefix is listed at once (`list_all`, every page followed, bounded in objects and time); the
+walk's levels are answered from that listing (`bucket.tree.ListedTree`), so this class lists
+no single level; a file's header is read with ranged GETs. Credentials come from each
+cloud's standard environment (obstore reads `AWS_*`, `GOOGLE_*`, `AZURE_*`), never from a
+file of ours; error texts keep the cloud's reason and drop everything else.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import obstore
 
-from ckpt_tui.locations import BucketLocation
+from ckpt_tui.locations import BucketLocation, url_key
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 
 if TYPE_CHECKING:
@@ -47,6 +49,11 @@ class ObjectStorage:
         self._store = store
         self._url = url
         self._root = prefix.strip("/")
+        self.place_scope = ""
+        """Where the bucket is served from, one spelling per endpoint (`locations.url_key`:
+        no user info, host in lower case, default port, no trailing `/`) and, on Azure, the
+        account: one bucket name at two endpoints is two buckets. "" for the cloud's own
+        endpoint and for local stores."""
         self.cache_scope: str | None = None
         """What tells this bucket from another of the same name (its endpoint and location):
         the key of what is kept of it on this machine (`bucket.read_cache`). None for a
@@ -86,7 +93,9 @@ class ObjectStorage:
             raise StorageReadError(f"cannot open {location.url}: {reason(exc)}") from None
         opened = cls(store, location.url, location.prefix)
         account = os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if location.scheme == "az" else None
-        opened.cache_scope = f"{endpoint or ''}\0{account or ''}\0{location.url}"
+        if endpoint or account:
+            opened.place_scope = f"{url_key(endpoint) if endpoint else ''}\0{account or ''}"
+        opened.cache_scope = f"{opened.place_scope}\0{location.url}"
         return opened
 
     @property
@@ -102,22 +111,6 @@ class ObjectStorage:
         """The obstore store: the write side's conditional writes and prefix listings."""
         return self._store
 
-    def list_level(self, path: str) -> dict[str, Entry]:
-        key = key_of(path)
-        try:
-            listed = obstore.list_with_delimiter(self._store, f"{key}/" if key else None)
-        except Exception as exc:
-            raise _read_error(exc) from None
-        found: dict[str, Entry] = {}
-        for prefix in listed["common_prefixes"]:
-            name = prefix.rstrip("/").rsplit("/", 1)[-1]
-            found[name] = Entry(name, True)
-        for meta in listed["objects"]:
-            name = meta["path"].rsplit("/", 1)[-1]
-            if name and name not in found:
-                found[name] = _entry(name, meta)
-        return found
-
     def list_all(self) -> Iterator[tuple[str, Entry]]:
         """(key, file) for every object under the root; StorageReadError when a request
         fails (the caller must not take the part as the whole). Listed side by side
@@ -132,7 +125,7 @@ class ObjectStorage:
             raise _read_error(exc) from None
         for meta in listed:
             key = meta["path"]
-            yield key, _entry(key.rsplit("/", 1)[-1], meta)
+            yield key, entry_of(key.rsplit("/", 1)[-1], meta)
 
     async def _list_side_by_side(self) -> list[Any]:
         """Every object under the root: the top level and, while there are few prefixes, the
@@ -179,7 +172,7 @@ class ObjectStorage:
             return None
         except Exception as exc:
             raise _read_error(exc) from None
-        return _entry(key.rsplit("/", 1)[-1], meta)
+        return entry_of(key.rsplit("/", 1)[-1], meta)
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         if length <= 0:
@@ -314,7 +307,7 @@ def key_of(path: str) -> str:
     return "" if key == "." else key
 
 
-def _entry(name: str, meta: Any) -> Entry:
+def entry_of(name: str, meta: Any) -> Entry:
     modified = meta["last_modified"]
     mtime_ns = int(modified.timestamp() * 1_000_000) * 1000
     return Entry(name, False, int(meta["size"]), mtime_ns, str(meta.get("e_tag") or ""))

@@ -9,15 +9,19 @@ object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete`:
    as `incomplete_reason`);
 2. writes an intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key: the
    confirmed set. Nothing outside it is ever deleted;
-3. deletes the keys in batches (one DeleteObjects request per `BATCH_KEYS` keys on S3);
+3. deletes the keys in batches (one DeleteObjects request per `BATCH_KEYS` keys on S3), weight
+   files first (`_weights_first`);
 4. lists again: a key still there failed (with its batch's error), a key not in the record
    appeared meanwhile and is left alone;
 5. once none of the keys is left, drops the checkpoint's metadata and then the record.
 
 A delete killed half-way leaves its record: `recover` (at the next open) finishes it, acting
 only on the record's keys, and leaves alone a key rewritten after the delete was asked (newer
-than the newest object the delete saw). A record that is damaged, or names a key outside its
-checkpoint, is reported and left as it is.
+than the newest object the delete saw). A record is hostile input (`intent.py`): one that is
+damaged, too long, names a path no layout keeps a checkpoint at, ids that are not that
+checkpoint's, a key outside its checkpoint, or a path that holds more than one checkpoint (a
+run), is reported and left as it is. Metadata is dropped only for a checkpoint positively gone:
+listed again, nothing is left under its path.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 import obstore
@@ -34,9 +39,19 @@ from obstore.exceptions import BaseError
 from obstore.store import LocalStore
 
 from ckpt_tui.store.blobs.objects import every_object, reason
+from ckpt_tui.store.bucket.intent import (
+    MAX_INTENT_BYTES,
+    MAX_INTENT_KEYS,
+    DeleteIntent,
+    check_intent,
+    more_than_one_checkpoint,
+    refuse_outside,
+)
+from ckpt_tui.store.bucket.local_delete import unlink_below
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
+from ckpt_tui.store.discover import loose
 from ckpt_tui.store.errors import (
     ConflictError,
     InvalidRequestError,
@@ -48,24 +63,12 @@ from ckpt_tui.store.settle import SETTLE_SECONDS, Settling, unsettled_reason
 from ckpt_tui.store.times import to_us
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
+if TYPE_CHECKING:
+    from obstore import ObjectMeta
+
 DELETES = "deletes"
 BATCH_KEYS = 1000
 """Keys per DeleteObjects request: S3's most."""
-MAX_CHECKPOINT_OBJECTS = 1_000_000
-"""A checkpoint with more objects is refused (a prefix that is not one checkpoint)."""
-
-
-class DeleteIntent(msgspec.Struct, frozen=True):
-    """The record written before the first key is deleted."""
-
-    checkpoint: str
-    """The checkpoint's name below the store's prefix (`run/step-10`)."""
-    run_id: str
-    checkpoint_id: str
-    keys: list[str]
-    newest_us: int
-    """The newest object's time (the server's clock): a key newer than this at recovery was
-    written again after the delete was asked, and is not deleted."""
 
 
 @dataclass
@@ -148,7 +151,10 @@ class BucketDeleter:
         prefix = self.place.key(checked_rel(checkpoint))
         if incomplete_reason is not None:
             raise ConflictError(_still_written(checkpoint, incomplete_reason))
-        found = self._list(prefix) or self._single(prefix)
+        try:
+            found = self._list(prefix) or self._single(prefix)
+        except StoreError as exc:  # the same error, saying so
+            raise type(exc)(f"{exc}; nothing was deleted") from exc
         if not found:
             raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
         newest_us = max(found.values())
@@ -157,14 +163,21 @@ class BucketDeleter:
         if unsettled is not None:
             raise ConflictError(_still_written(checkpoint, unsettled))
         intent = DeleteIntent(checkpoint, run_id, checkpoint_id, sorted(found), newest_us)
+        check_intent(self.place, intent)  # what recovery would refuse to finish is not begun
         record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
         self._write_intent(record, intent)
         self._step("intent")
         return self._finish(record, intent, found)
 
     def _write_intent(self, record: str, intent: DeleteIntent) -> None:
+        data = msgspec.json.encode(intent)
+        if len(data) > MAX_INTENT_BYTES:
+            raise StorageFailedError(
+                f"refusing to delete {intent.checkpoint}: its delete record would be "
+                f"{len(data):,} bytes, more than {MAX_INTENT_BYTES:,}; nothing was deleted"
+            )
         try:
-            obstore.put(self.place.store, record, msgspec.json.encode(intent), use_multipart=False)
+            obstore.put(self.place.store, record, data, use_multipart=False)
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"deleting {intent.checkpoint} failed: its delete record could not be written "
@@ -183,10 +196,10 @@ class BucketDeleter:
                 outcome.left[key] = "written again after the delete was asked"
             else:
                 doomed.append(key)
-        errors = self._delete_batches(doomed, outcome)
+        errors = self._delete_batches(sorted(doomed, key=_weights_first), outcome)
         try:
-            after = self._objects_of(intent)
-        except StorageFailedError as exc:
+            after = self._now_of(intent)
+        except StoreError as exc:  # a failed list, or a link or key outside found meanwhile
             outcome.problem = f"the objects could not be listed again to check ({exc})"
             return outcome
         for key in doomed:
@@ -197,7 +210,7 @@ class BucketDeleter:
         for key in sorted(set(after) - confirmed):
             outcome.left[key] = "appeared while the checkpoint was being deleted"
         if not outcome.failed:
-            self._forget(record, intent, outcome)
+            self._forget(record, intent, outcome, gone=not after)
         return outcome
 
     def _delete_batches(self, keys: list[str], outcome: DeleteOutcome) -> dict[str, str]:
@@ -206,6 +219,11 @@ class BucketDeleter:
         for start in range(0, len(keys), self.batch_keys):
             batch = keys[start : start + self.batch_keys]
             outcome.requests += 1
+            local_root = _local_root(self.place)
+            if local_root is not None:  # file://: through folder descriptors, no link followed
+                errors.update(unlink_below(local_root, batch))
+                self._step("batch")
+                continue
             try:
                 obstore.delete(self.place.store, batch)
             except (BaseError, OSError) as exc:
@@ -213,11 +231,14 @@ class BucketDeleter:
             self._step("batch")
         return errors
 
-    def _forget(self, record: str, intent: DeleteIntent, outcome: DeleteOutcome) -> None:
-        """Step 5: the metadata, then the record (kept if the metadata could not be written,
-        so the next open drops it)."""
+    def _forget(
+        self, record: str, intent: DeleteIntent, outcome: DeleteOutcome, *, gone: bool
+    ) -> None:
+        """Step 5: the metadata of the checkpoint if it is `gone` (listed again, nothing is
+        under its path), then the record (kept if the metadata could not be written, so the
+        next open drops it)."""
         try:
-            if self.meta is not None and not outcome.left:
+            if self.meta is not None and gone and not outcome.left:
                 self.meta.apply(delete=[(intent.run_id, intent.checkpoint_id)])
             obstore.delete(self.place.store, record)
         except StoreError as exc:
@@ -243,29 +264,45 @@ class BucketDeleter:
                     f"{self.place.name}: open the store writable to finish it"
                 )
                 continue
-            found = self._objects_of(intent)
-            recovery.finished.append(self._finish(record, intent, found))
+            found = self._objects_of(intent, recovery, record)
+            if found is not None:
+                recovery.finished.append(self._finish(record, intent, found))
         return recovery
 
     def _read_intent(self, record: str, recovery: Recovery) -> DeleteIntent | None:
         try:
-            intent = read_doc(self.place, record, DeleteIntent).doc
+            intent = read_doc(self.place, record, DeleteIntent, MAX_INTENT_BYTES).doc
             if intent is None:
                 return None  # removed meanwhile: that delete was finished by someone else
-            _check_intent(self.place, intent)
+            check_intent(self.place, intent)
         except (StoreError, InvalidRequestError) as exc:
-            recovery.problems.append(
-                f"the delete record {record} was not acted on: {exc}; look at it, then remove it"
-            )
+            _not_acted_on(recovery, record, str(exc))
             return None
         return intent
 
-    # --- listing ----------------------------------------------------------------------------
-    def _objects_of(self, intent: DeleteIntent) -> dict[str, int]:
-        """What is there now of the checkpoint `intent` deletes (its keys, or ones added)."""
+    def _objects_of(
+        self, intent: DeleteIntent, recovery: Recovery, record: str
+    ) -> dict[str, int] | None:
+        """What is there now of the checkpoint a record deletes, as `_now_of`; None (and a
+        problem) when it is more than one checkpoint (`more_than_one_checkpoint`)."""
         prefix = self.place.key(intent.checkpoint)
         if intent.keys == [prefix]:
-            return self._single(prefix)
+            return self._now_of(intent)
+        listed = self._listed(prefix)
+        why = more_than_one_checkpoint(self.place, intent.checkpoint, listed)
+        if why is not None:
+            _not_acted_on(recovery, record, f"{intent.checkpoint}: {why}")
+            return None
+        return {key: _us(meta["last_modified"]) for key, meta in listed.items()}
+
+    # --- listing ----------------------------------------------------------------------------
+    def _now_of(self, intent: DeleteIntent) -> dict[str, int]:
+        """What is there now of the checkpoint `intent` deletes (its keys, or ones added);
+        for a single file, also anything under its name plus `/` (a folder of that name is
+        not gone because the file is)."""
+        prefix = self.place.key(intent.checkpoint)
+        if intent.keys == [prefix]:
+            return {**self._single(prefix), **self._list(prefix)}
         return self._list(prefix)
 
     def _single(self, key: str) -> dict[str, int]:
@@ -276,48 +313,64 @@ class BucketDeleter:
             return {}
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"reading {key} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+                f"reading {key} in {self.place.name} failed ({reason(exc)})"
             ) from exc
         _refuse_links(self.place, [key])
         return {key: _us(found["last_modified"])}
 
     def _list(self, prefix: str) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
-        found: dict[str, int] = {}
+        return {key: _us(meta["last_modified"]) for key, meta in self._listed(prefix).items()}
+
+    def _listed(self, prefix: str) -> dict[str, ObjectMeta]:
+        """key -> what the listing says of every object under `prefix` + `/`."""
         try:  # bounded: more objects than one checkpoint has, or pages without end, fail
-            for item in every_object(self.place.store, prefix, MAX_CHECKPOINT_OBJECTS):
-                found[item["path"]] = _us(item["last_modified"])
+            found = {
+                item["path"]: item
+                for item in every_object(self.place.store, prefix, MAX_INTENT_KEYS)
+            }
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
-                f"listing {prefix} in {self.place.name} failed ({reason(exc)}); nothing was deleted"
+                f"listing {prefix} in {self.place.name} failed ({reason(exc)})"
             ) from exc
-        _refuse_outside(found, prefix)
+        for key in [key for key, meta in found.items() if self._is_marker(prefix, key, meta)]:
+            del found[key]  # a folder, not an object of the checkpoint
+        refuse_outside(found, prefix)
         _refuse_links(self.place, found)
         return found
+
+    def _is_marker(self, prefix: str, key: str, meta: ObjectMeta) -> bool:
+        """Whether a listed object is a folder marker: a zero-byte key ending in `/` (the S3
+        console's "Create folder" writes one), which obstore lists without its `/` and cannot
+        address (its paths never end in `/`), so it can be neither read nor deleted through
+        it. Listed under `prefix/`, `prefix` itself is one; any other zero-byte key that
+        HEAD does not find is one too (its real key ends in `/`)."""
+        if meta["size"] != 0:
+            return False
+        return key == prefix or not self._single(key)
 
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
             self.step_hook(name)
 
 
-def _refuse_outside(keys: Iterable[str], prefix: str) -> None:
-    """StoreError if a listed key is not under `prefix` + `/` (the server's answer is
-    hostile input)."""
-    for key in keys:
-        if not key.startswith(prefix + "/"):
-            raise StoreError(
-                f"the server listed {key!r} under {prefix!r}, outside it; nothing was deleted"
-            )
+def _local_root(place: BucketPlace) -> str | None:
+    """The folder of obstore's local store (`file://`); None for any other store."""
+    store = place.store
+    if not isinstance(store, LocalStore) or store.prefix is None:
+        return None
+    return str(store.prefix)
 
 
 def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
     """StoreError if a key of obstore's local store (`file://`) is reached through a link:
     its listing follows links, so a delete through one would remove files outside the store
-    (the folder store never follows a link)."""
-    store = place.store
-    if not isinstance(store, LocalStore) or store.prefix is None:
+    (the folder store never follows a link). A link made after this check is not followed
+    either: the delete goes through folder descriptors (`local_delete`)."""
+    root = _local_root(place)
+    if root is None:
         return
-    root, looked = str(store.prefix), set()
+    looked: set[str] = set()
     for key in keys:
         folder = key.rpartition("/")[0]
         while folder and folder not in looked:
@@ -325,15 +378,23 @@ def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
             if os.path.islink(os.path.join(root, folder)):
                 raise StoreError(
                     f"{key} is reached through the link {folder} in {place.name}: links are "
-                    "never followed; nothing was deleted"
+                    "never followed"
                 )
             folder = folder.rpartition("/")[0]
 
 
-def _check_intent(place: BucketPlace, intent: DeleteIntent) -> None:
-    prefix = place.key(checked_rel(intent.checkpoint))
-    if intent.keys != [prefix]:  # a single file's record names just it
-        _refuse_outside(intent.keys, prefix)
+def _weights_first(key: str) -> tuple[bool, str]:
+    """The order keys are deleted in: weight files (what the walk may take for checkpoints of
+    their own) before the files that make a folder one checkpoint (configs, `.metadata`), so
+    what a crash leaves is still that checkpoint, or no checkpoint at all: never what looks
+    like a run of several, which recovery refuses (`more_than_one_checkpoint`)."""
+    return (not loose.is_candidate(key.rpartition("/")[2]), key)
+
+
+def _not_acted_on(recovery: Recovery, record: str, why: str) -> None:
+    recovery.problems.append(
+        f"the delete record {record} was not acted on: {why}; look at it, then remove it"
+    )
 
 
 def _still_written(checkpoint: str, reason: str) -> str:

@@ -39,9 +39,14 @@ class BucketPlace:
 
 def checked_rel(rel: str) -> str:
     """`rel` if it names something inside the store other than its own documents."""
-    parts = rel.split("/")
-    if not rel or any(part in ("", ".", "..") for part in parts) or parts[0] == META_FOLDER:
+    if not rel or climbs(rel) or rel.split("/")[0] == META_FOLDER:
         raise InvalidRequestError(
             f"{rel!r} does not name a checkpoint inside the store: use a path like run/step-10"
         )
     return rel
+
+
+def climbs(path: str) -> bool:
+    """Whether a `/`-separated path has an empty, `.` or `..` part (on a file system, one
+    that may lead out of where it seems to be)."""
+    return any(part in ("", ".", "..") for part in path.split("/"))

@@ -235,6 +235,9 @@ class BucketStore(Store):
 
 
 def bucket_id(storage: ObjectStorage) -> str:
-    """The id of a bucket store while the bucket keeps none: from its location (the write
-    side keeps one in the bucket, so two spellings of one endpoint are one store)."""
-    return hashlib.sha256(f"bucket\0{storage.url}".encode()).hexdigest()[:32]
+    """The id of a bucket store while the bucket keeps none (the first write keeps it there):
+    from its location and where it is served from (`ObjectStorage.place_scope`), so one
+    bucket name at two endpoints is two stores, and two spellings of one endpoint are one.
+    A bucket at the cloud's own endpoint keeps the id it always had."""
+    where = f"\0{storage.place_scope}" if storage.place_scope else ""
+    return hashlib.sha256(f"bucket\0{storage.url}{where}".encode()).hexdigest()[:32]

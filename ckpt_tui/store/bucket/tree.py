@@ -46,6 +46,7 @@ class ListedTree:
         self._ahead: dict[tuple[str, int], bytes] = {}
         for key, entry in objects:
             self._add(key, entry)
+        self._drop_folder_markers()
 
     def _add(self, key: str, entry: Entry) -> None:
         self._files[key] = entry
@@ -58,6 +59,19 @@ class ListedTree:
                 break
             level[folder] = Entry(folder, True)
             parent = above
+
+    def _drop_folder_markers(self) -> None:
+        """Zero-byte keys ending in `/` (the S3 console's "Create folder" writes them) are
+        listed by obstore without their `/`: the one of a folder that holds objects, or of
+        the root, is that folder, not a file (an empty folder's stays a zero-byte file: from
+        the listing alone it is one)."""
+        markers = [
+            key
+            for key, entry in self._files.items()
+            if entry.size == 0 and (key in self._levels or key == self.root)
+        ]
+        for key in markers:
+            del self._files[key]
 
     @property
     def url(self) -> str:

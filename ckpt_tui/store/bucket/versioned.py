@@ -49,15 +49,18 @@ class Versioned(Generic[T]):
     e_tag: str | None
 
 
-def read_doc(place: BucketPlace, key: str, kind: type[T]) -> Versioned[T]:
-    """The document at `key`; StoreError if it cannot be read or is not a `kind`."""
+def read_doc(
+    place: BucketPlace, key: str, kind: type[T], most: int = MAX_DOC_BYTES
+) -> Versioned[T]:
+    """The document at `key`; StoreError if it cannot be read, is longer than `most` bytes
+    or is not a `kind`."""
     try:
         result = obstore.get(place.store, key)
         size = result.meta["size"]
-        if size > MAX_DOC_BYTES:
+        if size > most:
             raise StoreError(
                 f"{place.name}: {key} is {size} bytes, more than a store document can be "
-                f"({MAX_DOC_BYTES}); move it away (metadata is then reset)"
+                f"({most}); move it away (metadata is then reset)"
             )
         data = bytes(result.bytes())
     except FileNotFoundError:
@@ -65,7 +68,7 @@ def read_doc(place: BucketPlace, key: str, kind: type[T]) -> Versioned[T]:
     except (BaseError, OSError) as exc:
         raise StorageFailedError(f"{place.name}: reading {key} failed: {reason(exc)}") from exc
     try:
-        doc = msgspec.json.decode(data[: MAX_DOC_BYTES + 1], type=kind)
+        doc = msgspec.json.decode(data[: most + 1], type=kind)
     except msgspec.DecodeError as exc:
         raise StoreError(
             f"{place.name}: {key} is damaged ({exc}); move it away (metadata is then reset)"

@@ -23,6 +23,8 @@ training loop's save, listed as training state (`weights/`) whether or not its o
 has arrived yet (the `has_optimizer` fact says), so its id never changes while a save lands.
 A single file does not arrive in parts: its content says (`segment_of`)."""
 MAX_ID_BYTES = 200
+FOUND_SEGMENTS = ("weights", "sampler_weights")
+"""The segments a found checkpoint is listed in (`segment_of`)."""
 
 
 def _short_hash(text: str) -> str:
@@ -117,7 +119,8 @@ def segment_of(found: FoundCheckpoint) -> str:
     is weights alone), a folder by its format (stable while its files arrive)."""
     by_format = found.format in WEIGHTS_ONLY_FORMATS
     weights_only = not found.training if found.single_file else by_format
-    return "sampler_weights" if weights_only else "weights"
+    training, weights_alone = FOUND_SEGMENTS
+    return weights_alone if weights_only else training
 
 
 def _mtime(path: str) -> int | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from ckpt_tui.store.discover import accelerate, dcp, deepspeed, hf_trainer, loose, pretrained
 from ckpt_tui.store.discover.known import Known, stat_key
 from ckpt_tui.store.discover.model import FoundCheckpoint, FoundRun
-from ckpt_tui.store.discover.runs import build_run, run_id_for
+from ckpt_tui.store.discover.runs import FOUND_SEGMENTS, build_run, checkpoint_name, run_id_for
 from ckpt_tui.store.files import DIR, FILE, list_dir, look_here, lstat_or_none, on_storage
 from ckpt_tui.store.layout import META_DIR, RUNS_DIR
 from ckpt_tui.store.settle import FilesLook
@@ -111,6 +111,21 @@ def examine_run(
 
 def watch_changed(watch: dict[str, int | None]) -> bool:
     return any(_mtime(path) != seen for path, seen in watch.items())
+
+
+def keys_at(rel: str) -> set[tuple[str, str]]:
+    """The (run id, checkpoint id) pairs the walk can give a checkpoint it finds at `rel` (a
+    path under the store root, `/`-separated); empty where it never finds one (a part it
+    skips, deeper than it goes). Its segment depends on what is inside (`segment_of`), and
+    its run's id on the Tinker runs beside it (`run_id_for`'s `reserved`): each is allowed."""
+    parts = rel.split("/")
+    if len(parts) > MAX_DEPTH + 1 or any(_skipped(p, i == 0) for i, p in enumerate(parts)):
+        return set()
+    folder = "/".join(parts[:-1])
+    run_id = run_id_for(folder)
+    run_ids = {run_id, run_id_for(folder, reserved={run_id})}
+    name = checkpoint_name(parts[-1])
+    return {(run, f"{segment}/{name}") for run in run_ids for segment in FOUND_SEGMENTS}
 
 
 def _skipped(name: str, at_root: bool) -> bool:
