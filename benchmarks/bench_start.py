@@ -11,7 +11,9 @@ ckpt-tui again (this machine sets PYTHONDONTWRITEBYTECODE=1), which is not what 
 for. The first frame is the first
 reading with the terminal in the alternate screen (where the app draws) and text on it; what a
 command prints before the app starts (the demo's "Demo written to ...") does not count. The
-complete view is the first reading that shows the command's final text. Commands, turn about,
+complete view is the first reading that shows the command's final text. Beside the first
+frame's time, the CPU time the process had used by then (/proc), which a busy machine inflates
+far less. Commands, turn about,
 `--reps` times each:
 - `ckpt-tui --local EMPTY_FOLDER` (complete: "no checkpoints found");
 - `ckpt-tui demo --dir DIR` (it writes the demo first, which counts: the person waits for it;
@@ -33,8 +35,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_ls import default_ckpt_tui
 
@@ -43,15 +47,19 @@ TMUX = ["tmux", "-L", f"bench-start-{os.getpid()}"]
 """A tmux server of its own: another user of the default one cannot end it mid-run."""
 
 
+def with_bytecode_caches(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without PYTHONDONTWRITEBYTECODE: Python keeps its compiled modules, as after a
+    pip install (this machine sets it, and every start then compiled ckpt-tui again)."""
+    return {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def clean_environment(home: Path) -> dict[str, str]:
     """The environment a command runs in: this one without TINKER_* (the hosted service would
     join as a backend), with HOME and XDG folders of its own (no config file, no credentials,
     an empty cache)."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("TINKER_") and name != "PYTHONDONTWRITEBYTECODE"
-    }
+    env = with_bytecode_caches(
+        {name: value for name, value in os.environ.items() if not name.startswith("TINKER_")}
+    )
     for name, folder in (("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
         env[name] = str(home / folder)
     env["HOME"] = str(home)
@@ -62,15 +70,28 @@ Complete = Callable[[str], bool]
 """Whether a reading of the screen shows the complete view."""
 
 
+class ScreenTimes(NamedTuple):
+    first: float
+    """Seconds from the start to the app's first frame."""
+    complete: float
+    """Seconds from the start to the complete view."""
+    first_cpu: float
+    """CPU seconds the process had used when the first frame was seen: what the start costs,
+    which a busy machine's waits do not inflate (up to one reading late)."""
+
+
 def screen_times(
     command: Sequence[str], env: Mapping[str, str], complete: Complete, limit: float = 900
-) -> tuple[float, float]:
-    """(seconds to the app's first frame, to the first screen `complete` accepts), read from a
-    tmux window of 120x36 that runs `command` with exactly `env`."""
+) -> ScreenTimes:
+    """The times to the app's first frame and to the first screen `complete` accepts, read
+    from a tmux window of 120x36 that runs `command` with exactly `env`."""
     session = "timed"
     start = time.perf_counter()
     run_in_window(session, command, env)
-    first = None
+    pid = subprocess.run(
+        [*TMUX, "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True, text=True
+    ).stdout.strip()  # `env` runs the command in its own process
+    first = first_cpu = None
     read = [*TMUX, "display", "-p", "-t", session, "#{alternate_on}", ";"]
     read += ["capture-pane", "-p", "-t", session]
     try:
@@ -79,13 +100,19 @@ def screen_times(
             now = time.perf_counter() - start
             alternate, _, screen = answer.partition("\n")
             if first is None and alternate == "1" and screen.strip():
-                first = now
-            if first is not None and complete(screen):
-                return first, now
+                first, first_cpu = now, cpu_seconds(pid)
+            if first is not None and first_cpu is not None and complete(screen):
+                return ScreenTimes(first, now, first_cpu)
             time.sleep(POLL)
         sys.exit(f"{command[0]}: no complete view within {limit:.0f} s")
     finally:
         subprocess.run([*TMUX, "kill-session", "-t", session], check=False)
+
+
+def cpu_seconds(pid: str) -> float:
+    """User and system CPU seconds process `pid` has used, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_in_window(session: str, command: Sequence[str], env: Mapping[str, str]) -> None:
@@ -127,10 +154,18 @@ def main() -> None:
     parser.add_argument("--py-spy", type=Path, help="record one run of each command here")
     args = parser.parse_args()
     executables = {"this": args.ckpt_tui} | ({"compare": args.compare} if args.compare else {})
-    keeper = [*TMUX, "new-session", "-d", "-s", "keeper", "sleep", "86400"]
-    subprocess.run(keeper, check=True)  # the server lives until the end
-    try:
+    with tmux_server():
         measure(args, executables)
+
+
+@contextmanager
+def tmux_server() -> Iterator[None]:
+    """Our own tmux server, kept alive between windows (a window's end would otherwise end
+    it while the next one starts), and ended on the way out."""
+    keeper = [*TMUX, "new-session", "-d", "-s", "keeper", "sleep", "86400"]
+    subprocess.run(keeper, check=True)
+    try:
+        yield
     finally:
         subprocess.run([*TMUX, "kill-server"], check=False)
 
@@ -159,20 +194,21 @@ def measure(args: argparse.Namespace, executables: dict[str, str]) -> None:
             for command, complete in cases(exe).values():
                 home = Path(tempfile.mkdtemp(dir=root))
                 screen_times(command, clean_environment(home), complete)
-        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        times: dict[tuple[str, str], list[ScreenTimes]] = {}
         for rep in range(args.reps):
             for label, exe in executables.items():
                 for case, (command, complete) in cases(exe).items():
                     home = Path(tempfile.mkdtemp(dir=root))
-                    first, whole = screen_times(command, clean_environment(home), complete)
-                    times.setdefault((label, case), []).append((first, whole))
-                    print(f"  run {rep + 1}: {label} {case}: first frame {first:.2f} s, "
-                          f"complete {whole:.2f} s", flush=True)  # fmt: skip
+                    seen = screen_times(command, clean_environment(home), complete)
+                    times.setdefault((label, case), []).append(seen)
+                    print(f"  run {rep + 1}: {label} {case}: first frame {seen.first:.2f} s "
+                          f"({seen.first_cpu:.2f} s CPU), complete {seen.complete:.2f} s",
+                          flush=True)  # fmt: skip
     print(f"\nmedian of {args.reps} (load average {os.getloadavg()[0]:.1f} at the end):")
     for (label, case), values in times.items():
-        first = statistics.median(value[0] for value in values)
-        whole = statistics.median(value[1] for value in values)
-        print(f"  {label:8} {case:13} first frame {first:5.2f} s, complete view {whole:5.2f} s")
+        first, whole, cpu = (statistics.median(value[i] for value in values) for i in range(3))
+        print(f"  {label:8} {case:13} first frame {first:5.2f} s ({cpu:4.2f} s CPU), "
+              f"complete view {whole:5.2f} s")  # fmt: skip
 
 
 if __name__ == "__main__":
