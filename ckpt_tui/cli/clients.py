@@ -78,11 +78,12 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
     """A local store's transport that opens the store (`opener`, in a worker thread) when its
     first request comes, not before: the app paints its first frame while the store opens.
 
-    Importing the server and the store and opening it took 0.3-0.5 s of the 1-2 s before
-    the app's first frame (benchmarks/bench_start.py); its first requests come from workers
-    after the first frame. A store that cannot be opened fails every request with the same
-    LocalStoreFailed, as a client that could not be built shows its problem (nothing is
-    sent). `close` closes the store, whether it is open yet, still opening or never opened.
+    Importing the server and the store and opening an empty one took 0.13-0.19 s of the
+    0.8 s of CPU time before the app's first frame (0.3-0.5 s of wall time at load 5;
+    benchmarks/bench_start.py); its first requests come from workers after the first frame.
+    A store that cannot be opened fails every request with the same LocalStoreFailed, as a
+    client that could not be built shows its problem (nothing is sent). `close` closes the
+    store, whether it is open yet, still opening or never opened.
     """
 
     def __init__(self, opener: Callable[[], Opened]) -> None:

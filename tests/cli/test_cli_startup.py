@@ -76,8 +76,8 @@ def modules_at_app_start(*args: str, heavy: tuple[str, ...] = BEFORE_FIRST_FRAME
 def test_the_app_starts_on_a_folder_before_its_store_is_opened(tmp_path: Path) -> None:
     """`ckpt-tui --local FOLDER` hands the app a client whose store opens on its first
     request (in a worker, after the first frame), not before the app starts: importing the
-    server and the store and opening it took 0.3-0.5 s of a 1-2 s start
-    (benchmarks/bench_start.py)."""
+    server and the store and opening it took 0.13-0.19 s of the 0.8 s of CPU time before the
+    first frame (benchmarks/bench_start.py)."""
     folder = tmp_path / "box"
     folder.mkdir()
     assert modules_at_app_start("--local", str(folder)) == "[]"
