@@ -19,7 +19,8 @@ checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
 
 With `--tui`, then (before any prune): the app, `ckpt-tui --local s3://bench/team`, in a tmux
 window of 120x36, cold then warm (the same cache as above): seconds from start to the first
-frame (the first screen with text) and to the complete view (the header says "<N> checkpoints").
+frame (the app's first screen with text, bench_start.screen_times) and to the complete view
+(the header says "<N> checkpoints").
 
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_ls import LatencyProxy, default_ckpt_tui
+from bench_start import ScreenTimes, screen_times, tmux_server, with_bytecode_caches
 
 from tests.support.s3_server import S3Server, s3_server
 
@@ -171,30 +173,10 @@ class CountingProxy(LatencyProxy):
             writer.close()
 
 
-def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> tuple[float, float]:
-    """(seconds to the app's first frame, to its complete view), read from a tmux window."""
-    session = f"bench-bucket-{os.getpid()}"
+def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> ScreenTimes:
+    """The times to the app's first frame and to its complete view, from a tmux window."""
     shown = f"{checkpoints:,} checkpoints"
-    exports = [
-        f"{name}={value}" for name, value in env.items() if name.startswith(("AWS_", "XDG_"))
-    ]
-    start = time.perf_counter()
-    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "36"]
-    subprocess.run([*tmux, "env", *exports, *command], check=True)
-    first = None
-    try:
-        while time.perf_counter() - start < 900:
-            capture = ["tmux", "capture-pane", "-p", "-t", session]
-            screen = subprocess.run(capture, capture_output=True, text=True).stdout
-            now = time.perf_counter() - start
-            if first is None and screen.strip():
-                first = now
-            if shown in screen:
-                return first or now, now
-            time.sleep(0.05)
-        sys.exit(f"the app showed no {shown!r} within 900 s")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    return screen_times(command, with_bytecode_caches(env), lambda screen: shown in screen)
 
 
 def object_count(environment: dict[str, str], upstream: str) -> int:
@@ -324,12 +306,14 @@ def main() -> None:
             if args.tui:
                 app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
                 tui_cache = os.path.join(caches.name, "tui")
-                for label in ("cold", "warm"):
-                    first, whole = tui_times(
-                        app, {**env, "XDG_CACHE_HOME": tui_cache}, args.checkpoints
-                    )
-                    print(f"  the app, {label} cache: first frame {first:.2f} s, "
-                          f"complete view {whole:.2f} s", flush=True)  # fmt: skip
+                with tmux_server():
+                    for label in ("cold", "warm"):
+                        seen = tui_times(
+                            app, {**env, "XDG_CACHE_HOME": tui_cache}, args.checkpoints
+                        )
+                        print(f"  the app, {label} cache: first frame {seen.first:.2f} s "
+                              f"({seen.first_cpu:.2f} s CPU), complete view "
+                              f"{seen.complete:.2f} s", flush=True)  # fmt: skip
             if args.prune or args.only_prune:
                 bench_prune(args, proxy, env, upstream, written_at)
     finally:

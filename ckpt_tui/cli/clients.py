@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,9 @@ from ckpt_tui.client import (
     RetryPolicy,
     Timeouts,
 )
+
+Opened = tuple[httpx.AsyncBaseTransport, Callable[[], None]]
+"""A local store's in-process transport, and what closes the store."""
 
 
 async def open_client(
@@ -50,19 +55,81 @@ def client_for(
     timeouts: Timeouts | None = None,
     retry: RetryPolicy | None = None,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    open_later: bool = False,
 ) -> CheckpointClient:
-    """Like `open_client`, but a local store is opened here and now (blocking)."""
-    local = None
+    """Like `open_client`, but a local store is opened here and now (blocking); or with
+    `open_later` (the app), by its first request, in a worker thread (`OpenedOnFirstRequest`).
+    """
+    opener: Callable[[], Opened] | None = None
     if backend.local_bucket is not None:
-        local = bucket_transport(backend, readonly)
+        opener = partial(bucket_transport, backend, readonly)
     elif backend.local_store is not None:
-        local = local_transport(backend.local_store, readonly)
+        opener = partial(local_transport, backend.local_store, readonly)
+    local: Opened | None = None
+    if opener is not None and open_later:
+        later = OpenedOnFirstRequest(opener)
+        local = later, later.close
+    elif opener is not None:
+        local = opener()
     return _client(backend, local, readonly, timeouts, retry, max_in_flight)
+
+
+class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
+    """A local store's transport that opens the store (`opener`, in a worker thread) when its
+    first request comes, not before: the app paints its first frame while the store opens.
+
+    Importing the server and the store and opening an empty one took 0.13-0.19 s of the
+    0.8 s of CPU time before the app's first frame (0.3-0.5 s of wall time at load 5;
+    benchmarks/bench_start.py); its first requests come from workers after the first frame.
+    A store that cannot be opened fails every request with the same LocalStoreFailed, as a
+    client that could not be built shows its problem (nothing is sent). `close` closes the
+    store, whether it is open yet, still opening or never opened.
+    """
+
+    def __init__(self, opener: Callable[[], Opened]) -> None:
+        self._opener = opener
+        self._opening = asyncio.Lock()
+        self._guard = threading.Lock()
+        self._opened: Opened | None = None
+        self._failure: LocalStoreFailed | None = None
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        opened = self._opened or await self._open()
+        return await opened[0].handle_async_request(request)
+
+    async def _open(self) -> Opened:
+        async with self._opening:  # one open, however many requests come first
+            if self._opened is None and self._failure is None and not self._closed:
+                try:
+                    await asyncio.to_thread(self._open_now)
+                except LocalStoreFailed as exc:
+                    self._failure = exc
+        if self._failure is not None:
+            raise LocalStoreFailed(self._failure.message, detail=self._failure.detail)
+        if self._opened is None:  # closed before its first request
+            raise LocalStoreFailed("the local store was closed")
+        return self._opened
+
+    def _open_now(self) -> None:
+        opened = self._opener()
+        with self._guard:
+            if not self._closed:
+                self._opened = opened
+                return
+        opened[1]()  # closed while it opened (the app quit): close it here
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            opened, self._opened = self._opened, None
+        if opened is not None:
+            opened[1]()
 
 
 def _client(
     backend: Endpoint,
-    local: tuple[httpx.AsyncBaseTransport, Callable[[], None]] | None,
+    local: Opened | None,
     readonly: bool,
     timeouts: Timeouts | None,
     retry: RetryPolicy | None,
@@ -80,9 +147,7 @@ def _client(
     )
 
 
-def local_transport(
-    store_path: Path, readonly: bool = False
-) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+def local_transport(store_path: Path, readonly: bool = False) -> Opened:
     """The server's app over the store at `store_path`, in-process (no lifespan, no sweeper),
     and what closes the store. A read-only client opens the store read-only."""
     # Imported here: a client of a URL (`ls --url`, the TUI) needs neither (50 ms of imports).
@@ -103,9 +168,7 @@ def local_transport(
     return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
 
 
-def bucket_transport(
-    endpoint: Endpoint, readonly: bool = False
-) -> tuple[httpx.AsyncBaseTransport, Callable[[], None]]:
+def bucket_transport(endpoint: Endpoint, readonly: bool = False) -> Opened:
     """`local_transport` for a bucket location: the same app over a `BucketStore`."""
     from ckpt_tui.server import create_app
     from ckpt_tui.store import StoreError

@@ -111,15 +111,20 @@ def check_local_folder(folder: Path) -> None:
     )
 
 
-def connect(setup: Setup) -> Connection:
+def connect(setup: Setup, *, open_later: bool = False) -> Connection:
     """The backend with its own client; when it cannot have one (its key is not there, its
-    store does not open), a client that sends nothing and the reason as its problem."""
+    store does not open), a client that sends nothing and the reason as its problem. With
+    `open_later` (the app), a local store opens on its first request (`client_for`), and
+    one that does not open fails every request with the reason."""
     problem = setup.problem
     if problem is None:
         try:
             backend = setup.backend
             client = client_for(
-                setup.endpoint, readonly=backend.readonly, max_in_flight=backend.max_in_flight
+                setup.endpoint,
+                readonly=backend.readonly,
+                max_in_flight=backend.max_in_flight,
+                open_later=open_later,
             )
         except ClientError as exc:
             problem = failure_text(exc)
@@ -129,7 +134,12 @@ def connect(setup: Setup) -> Connection:
 
 
 def connection_to(
-    endpoint: Endpoint, name: str, *, readonly: bool = False, storage_rate: float | None = None
+    endpoint: Endpoint,
+    name: str,
+    *,
+    readonly: bool = False,
+    storage_rate: float | None = None,
+    open_later: bool = False,
 ) -> Connection:
     """One backend named `name` where `endpoint` says (the demo's, a benchmark's), opened as
     `connect` opens every backend the options name."""
@@ -138,7 +148,7 @@ def connection_to(
     location = str(local.absolute()) if local is not None else endpoint.base_url
     location = endpoint.local_bucket or location
     backend = Backend(name, kind, location, readonly, storage_rate)
-    return connect(Setup(backend, endpoint))
+    return connect(Setup(backend, endpoint), open_later=open_later)
 
 
 class RefusingTransport(httpx.AsyncBaseTransport):

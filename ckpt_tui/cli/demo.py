@@ -109,7 +109,13 @@ def run(args: argparse.Namespace) -> int:
     # Only the demo's own logs: ~/tinker-runs may hold real runs that would mix in.
     settings = LogDirSettings((paths.logs,), runs_root=None, actions_log=state_log_file())
     connections = [
-        connection_to(local_endpoint(place, None), name, readonly=args.readonly, storage_rate=rate)
+        connection_to(
+            local_endpoint(place, None),
+            name,
+            readonly=args.readonly,
+            storage_rate=rate,
+            open_later=True,  # the stores open after the first frame (as in `tui.run`)
+        )
         for name, place in demo_backends(paths)
     ]
     app = CkptApp(connections, settings, clock=clock, poll_interval=args.poll)

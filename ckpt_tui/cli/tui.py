@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 
 from ckpt_tui.cli import allocator
 from ckpt_tui.cli.common import Refusal, connect, fail, log_settings_from_args, setups_for
@@ -18,10 +17,10 @@ def run(args: argparse.Namespace) -> int:
     from ckpt_tui.tui.app import CkptApp
 
     allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
-    # Each backend with its own client; local stores open side by side (a large one's first
-    # scan takes a while). The app closes the clients as it quits.
-    with ThreadPoolExecutor() as pool:
-        connections = list(pool.map(connect, setups))
+    # Each backend with its own client; a local store opens on its first request, in a worker
+    # thread, so the first frame waits for none (benchmarks/bench_start.py). The app closes
+    # the clients as it quits.
+    connections = [connect(setup, open_later=True) for setup in setups]
     app = CkptApp(
         connections,
         log_settings_from_args(args),

@@ -6,11 +6,12 @@ with `truncate`, so a "12 GiB" checkpoint uses almost no disk on file systems wi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import msgspec
 
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I8": 1, "U8": 1}
 
@@ -43,7 +44,9 @@ def build_header(tensors: Iterable[TensorSpec], metadata: dict[str, str]) -> tup
             "data_offsets": [offset, end],
         }
         offset = end
-    header = json.dumps(entries, separators=(",", ":")).encode()
+    # msgspec, not json.dumps: the demo's build (which `ckpt-tui demo` waits for before its
+    # first frame) took 0.21 s against 0.33-0.37 s (7 builds each, run turn about).
+    header = msgspec.json.encode(entries)
     header += b" " * (-len(header) % 8)  # the format aligns tensor data to 8 bytes
     return len(header).to_bytes(8, "little") + header, offset
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import ckpt_tui.cli
 
@@ -45,3 +46,51 @@ def test_listing_a_server_imports_no_store_server_or_web_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+APP_START_PROBE = """
+import sys
+from ckpt_tui.tui.app import CkptApp
+
+def run(self, *args, **kwargs):  # where the app would paint its first frame
+    print("at app start:", sorted(m for m in sys.modules if m.startswith(HEAVY)))
+
+CkptApp.run = run
+from ckpt_tui.cli import main
+main(sys.argv[1:])
+"""
+BEFORE_FIRST_FRAME = ("ckpt_tui.store", "ckpt_tui.server", "starlette", "obstore", "jwt")
+"""What opening a local store imports; the app's first frame waits for none of it."""
+
+
+def modules_at_app_start(*args: str, heavy: tuple[str, ...] = BEFORE_FIRST_FRAME) -> str:
+    """The modules of `heavy` imported when `ckpt-tui ARGS` starts the app."""
+    code = APP_START_PROBE.replace("HEAVY", repr(heavy))
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("at app start:")]
+    return line.removeprefix("at app start: ")
+
+
+def test_the_app_starts_on_a_folder_before_its_store_is_opened(tmp_path: Path) -> None:
+    """`ckpt-tui --local FOLDER` hands the app a client whose store opens on its first
+    request (in a worker, after the first frame), not before the app starts: importing the
+    server and the store and opening it took 0.13-0.19 s of the 0.8 s of CPU time before the
+    first frame (benchmarks/bench_start.py)."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    assert modules_at_app_start("--local", str(folder)) == "[]"
+    assert list(folder.iterdir()) == []  # nothing opened, nothing written
+
+
+def test_the_app_starts_on_a_bucket_before_it_is_opened(s3_bucket: str) -> None:
+    """The same for a bucket (obstore, and its first requests to the bucket)."""
+    assert modules_at_app_start("--local", f"s3://{s3_bucket}/team") == "[]"
+
+
+def test_the_demo_starts_the_app_before_its_stores_are_opened(tmp_path: Path) -> None:
+    """The demo writes its stores with the store code, then hands the app clients that open
+    them on their first request: the server and obstore (the bucket) wait for that."""
+    heavy = ("ckpt_tui.server", "starlette", "obstore", "jwt")
+    assert modules_at_app_start("demo", "--dir", str(tmp_path / "demo"), heavy=heavy) == "[]"

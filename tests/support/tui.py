@@ -49,7 +49,9 @@ def connection(
     else:
         kind, location = "url", backend.base_url
     descriptor = Backend(name, kind, location, readonly, storage_rate)  # type: ignore[arg-type]
-    if transport is None:  # a local store is opened here, as the command line does
+    # A local store opens here, as `ls` opens it (the app's opens on its first request:
+    # tests/tui/test_tui_startup.py).
+    if transport is None:
         client = client_for(backend, readonly=readonly)
     else:
         client = CheckpointClient(backend, transport=transport, readonly=readonly)
