@@ -115,7 +115,7 @@ def look_at(
     while stack:
         folder, rel = stack.pop()
         walk.folder(folder, rel, stack)
-    return walk.look(top, walk.kept_listing(started_ns - LISTING_AGE_NS))
+    return walk.look(top, walk.kept_listing(top, started_ns - LISTING_AGE_NS))
 
 
 def files_unchanged(path: str, row: Row) -> bool:
@@ -168,6 +168,8 @@ def _entry_name(entry: os.DirEntry[str]) -> str:
 class _Walk:
     """What `look_at` adds up while it walks a folder (in sorted order, so the digest is stable)."""
 
+    __slots__ = ("digest", "names", "newest_ctime_ns", "newest_ns", "size", "temp_name", "unread")
+
     def __init__(self, top: os.stat_result) -> None:
         self.digest = hashlib.blake2b(
             f"/:{top.st_mtime_ns}:{top.st_ino}\n".encode(), digest_size=16
@@ -176,8 +178,8 @@ class _Walk:
         self.newest_ns = top.st_mtime_ns
         self.temp_name: str | None = None
         self.unread: str | None = None
-        self.names = [str(top.st_ctime_ns)]
-        """What `folder` listed: the folder's ctime, then `f<name>` or `d<ctime>/<name>`."""
+        self.names: list[str] = []
+        """What `folder` listed: `f<name>` or `d<ctime>/<name>` (see `kept_listing`)."""
         self.newest_ctime_ns = top.st_ctime_ns
 
     def folder(self, folder: str, rel: str, stack: list[tuple[str, str]]) -> None:
@@ -219,12 +221,13 @@ class _Walk:
     def failed(self, name: str, exc: OSError) -> None:
         self.unread = self.unread or f"{name} cannot be read: {why(exc)}"
 
-    def kept_listing(self, changed_before_ns: int) -> bytes | None:
-        """What `folder` listed, to keep: only when every folder was read and none changed
-        since `changed_before_ns` (see `LISTING_AGE_NS`)."""
+    def kept_listing(self, top: os.stat_result, changed_before_ns: int) -> bytes | None:
+        """The listing to keep, the folder's ctime first: only when every folder was read and
+        none changed since `changed_before_ns` (see `LISTING_AGE_NS`)."""
         if self.unread is not None or self.newest_ctime_ns >= changed_before_ns:
             return None
-        return "\0".join(self.names).encode("utf-8", "surrogateescape")
+        tokens = [str(top.st_ctime_ns), *self.names]
+        return "\0".join(tokens).encode("utf-8", "surrogateescape")
 
     def fingerprint(self) -> str:
         return FINGERPRINT_VERSION + self.digest.hexdigest()
