@@ -117,14 +117,12 @@ def lstat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
-def look_here(
-    path: str, single_file: bool, listing: bytes | None = None
-) -> tuple[int, FilesLook] | None:
+def look_here(path: str, single_file: bool) -> tuple[int, FilesLook] | None:
     """(the mtime of a checkpoint's file or folder, one look at its files); None when gone.
-    On a bucket the mtime is its newest object's. `listing`: see `settle.look_at`."""
+    On a bucket the mtime is its newest object's."""
     storage = _walk_storage.get()
     if storage is None:
         st = lstat_or_none(path)
-        return None if st is None else (st.st_mtime_ns, look_at(path, st, listing))
+        return None if st is None else (st.st_mtime_ns, look_at(path, st))
     look = look_in(storage, path, single_file)
     return None if look is None else (look.newest_ns, look)

@@ -182,7 +182,7 @@ def tinker_checkpoint(
             row, path, incomplete_facts(unsettled_reason(row.files_seen_us, settling))
         )
         return row, entry, False
-    seen = look_here(path, single_file=False, listing=row.files_listing)
+    seen = look_here(path, single_file=False)
     look = seen[1] if seen else FilesLook(0, "", 0)
     if look.unread is not None:
         unread[path] = look.unread

@@ -13,8 +13,8 @@ fingerprint and the size. A store opened again trusts what its rows say of files
 fingerprint is unchanged: it opens none of them (`scan.py`).
 
 A look also keeps the names it listed, with each folder's ctime (`FilesLook.listing`). The
-next look at the same checkpoint (a warm open looks at 100,000) then stats those names
-without listing a folder, and gives the same look a listing would (`_look_again`). This is
+next look at the same checkpoint (a warm open looks at 100,000) stats those names without
+listing a folder, and finds the same fingerprint a walk would (`files_unchanged`). This is
 safe because a folder's ctime changes whenever a name is added to it, removed or renamed
 (POSIX: the parent's status change time), and `utime` cannot set it back; a file rewritten
 in place changes no folder's time but its own stat, which is taken every time (its size,
@@ -87,12 +87,9 @@ class Settling:
     settle_us: int
 
 
-def look_at(
-    path: str, top: os.stat_result | None = None, listing: bytes | None = None
-) -> FilesLook:
-    """Size (regular files, links count 0), fingerprint and newest mtime under `path`;
-    `listing`: the one an earlier look at `path` kept, whose names are looked at again
-    without listing a folder while no folder's ctime has changed."""
+def look_at(path: str, top: os.stat_result | None = None) -> FilesLook:
+    """Size (regular files, links count 0), fingerprint and newest mtime under `path`, and
+    the listing to keep (see the module's docstring)."""
     if top is None:
         try:
             top = os.lstat(path)
@@ -105,10 +102,6 @@ def look_at(
         temp = _temp(os.path.basename(path))
         fingerprint = FINGERPRINT_VERSION + digest.hexdigest()
         return FilesLook(size, fingerprint, top.st_mtime_ns, temp, None, top.st_mtime_ns)
-    if listing is not None:
-        again = _walk_again(os.fspath(path), top, listing)
-        if again is not None:
-            return again.look(top, listing)
     started_ns = time.time_ns()  # before any folder is listed
     walk = _Walk(top)
     stack = [(os.fspath(path), "")]
