@@ -12,8 +12,8 @@ so the disk is read again too. Every open counts the files it opens under the st
 `.ckpt-tui/`) with an audit hook (`tests/support/open_audit.py`): the warm open's goal is to
 open no checkpoint file. Each open starts on a collected heap, as in a new `serve` process
 (the stores opened before leave reference cycles whose 100,000s of objects a collection in
-the middle of the next open would walk). Prints medians (and this process's CPU time, as the machine is
-shared) with the load average; asserts nothing.
+the middle of the next open would walk). Prints medians (and this process's CPU time, as
+the machine is shared) with the load average; asserts nothing.
 """
 
 from __future__ import annotations
