@@ -10,13 +10,16 @@ the metadata of the files as they are. With `--drop-caches` (root only) the kern
 dentry and inode caches are dropped before every open (`echo 3 > /proc/sys/vm/drop_caches`),
 so the disk is read again too. Every open counts the files it opens under the store (outside
 `.ckpt-tui/`) with an audit hook (`tests/support/open_audit.py`): the warm open's goal is to
-open no checkpoint file. Prints medians (and this process's CPU time, as the machine is
-shared) with the load average; asserts nothing.
+open no checkpoint file. Each open starts on a collected heap, as in a new `serve` process
+(the stores opened before leave reference cycles whose 100,000s of objects a collection in
+the middle of the next open would walk). Prints medians (and this process's CPU time, as
+the machine is shared) with the load average; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -45,6 +48,7 @@ Timing = tuple[float, float, Counter[str]]
 def timed_open(root: Path, drop: bool) -> Timing:
     if drop:
         drop_caches()
+    gc.collect()
     with files_opened_under(root) as opened:
         start, cpu = time.perf_counter(), time.process_time()
         Store.open(root).close()

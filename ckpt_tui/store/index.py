@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 import msgspec
@@ -195,7 +196,7 @@ class Index:
             self.runs[entry.row.run_id].checkpoints[entry.row.checkpoint_id] = entry
             self._track_expiry(entry)
             live.append(entry)
-        live.sort(key=lambda e: e.sort_key)
+        live.sort(key=attrgetter("sort_key"))
         self._entries = live
         self._keys = [e.sort_key for e in live]
         self._run_order = None

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     size_bytes INTEGER,
     files_fp TEXT,
     files_seen_us INTEGER,
+    files_listing BLOB,
     PRIMARY KEY (run_id, checkpoint_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
@@ -46,10 +47,10 @@ CREATE TABLE IF NOT EXISTS found (
 """
 _COLUMNS = (
     "run_id, checkpoint_id, created_us, expires_us, public, user_metadata, size_bytes, "
-    "files_fp, files_seen_us"
+    "files_fp, files_seen_us, files_listing"
 )
 _PLACES = ", ".join("?" * len(_COLUMNS.split(",")))
-_ADDED_COLUMNS = (("files_fp", "TEXT"), ("files_seen_us", "INTEGER"))
+_ADDED_COLUMNS = (("files_fp", "TEXT"), ("files_seen_us", "INTEGER"), ("files_listing", "BLOB"))
 """Columns newer than the first schema, added to an older file when it is opened."""
 
 Key = tuple[str, str]
@@ -70,6 +71,8 @@ class Row:
     """Fingerprint of the files `size_bytes` measured (see `settle.py`)."""
     files_seen_us: int | None = None
     """Since when those exact files have been there."""
+    files_listing: bytes | None = None
+    """The names under the folder when `files_fp` was made (`settle.FilesLook.listing`)."""
 
     def values(self) -> tuple[object, ...]:
         meta = None if self.user_metadata is None else json.dumps(self.user_metadata)
@@ -83,10 +86,13 @@ class Row:
             self.size_bytes,
             self.files_fp,
             self.files_seen_us,
+            self.files_listing,
         )
 
 
-RowValues = tuple[str, str, int, int | None, int, str | None, int | None, str | None, int | None]
+RowValues = tuple[
+    str, str, int, int | None, int, str | None, int | None, str | None, int | None, bytes | None
+]
 
 
 def _row(values: RowValues) -> Row:
@@ -101,6 +107,7 @@ def _row(values: RowValues) -> Row:
         values[6],
         values[7],
         values[8],
+        values[9],
     )
 
 

@@ -36,6 +36,7 @@ from ckpt_tui.store.runinfo import RunInfo, read_run_info
 from ckpt_tui.store.settle import (
     FilesLook,
     Settling,
+    files_unchanged,
     first_seen_us,
     incomplete_facts,
     unsettled_reason,
@@ -174,6 +175,13 @@ def tinker_checkpoint(
 ) -> tuple[Row, CheckpointEntry, bool]:
     """(the row measuring the folder's files as they are now, the entry, whether it changed);
     files that cannot be read go into `unread` (a bucket's too: see `files.reading_from`)."""
+    if row.files_seen_us is not None and files_unchanged(path, row):
+        # the files the row measured, as in the whole look below when the fingerprint is the
+        # same: the row stands, and only the time since they were first seen can change
+        entry = CheckpointEntry(
+            row, path, incomplete_facts(unsettled_reason(row.files_seen_us, settling))
+        )
+        return row, entry, False
     seen = look_here(path, single_file=False)
     look = seen[1] if seen else FilesLook(0, "", 0)
     if look.unread is not None:

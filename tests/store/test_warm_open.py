@@ -1,6 +1,11 @@
 """Opening a store whose metadata is cached (issue 26): a checkpoint whose files are unchanged
 is trusted by its fingerprint (names, sizes, mtimes and inodes: metadata only) and none of its
-files is opened; a file changed or a folder replaced between opens is looked at again."""
+files is opened; a file changed or a folder replaced between opens is looked at again.
+
+The names a look listed are kept with each folder's ctime, and the next look stats them
+without listing the folder (`settle.files_unchanged`). These tests keep every listing of a
+folder older than the look (`LISTING_AGE_NS` = 0, after waiting for the file system's clock
+to move on), so the looks between their opens go through those kept listings."""
 
 from __future__ import annotations
 
@@ -8,29 +13,39 @@ import json
 import os
 import shutil
 import sqlite3
+from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from ckpt_tui.api_types import Checkpoint
-from ckpt_tui.store import Store
+from ckpt_tui.store import Store, settle
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.settle import SETTLE_SECONDS
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.clock import T0
+from tests.support.fs_clock import wait_past_changes_under
 from tests.support.live_run import LiveRun
-from tests.support.open_audit import files_opened_under
+from tests.support.open_audit import files_opened_under, folders_listed_under
 
 pytestmark = pytest.mark.usefixtures("quiet_environment")
 SAVES = ("000010", "000020")
 SETTLE = timedelta(seconds=SETTLE_SECONDS)
 
 
+@pytest.fixture(autouse=True)
+def listings_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every listing of folders changed before the look is kept (see the module's docstring)."""
+    monkeypatch.setattr(settle, "LISTING_AGE_NS", 0)
+
+
 @pytest.fixture
 def root(tmp_path: Path, clock: FixedClock) -> Path:
-    """A store with two settled saves a trainer wrote (not the store), indexed once."""
+    """A store with two settled saves a trainer wrote (not the store), indexed once, then
+    looked at again once its folders are older than a look (their listings kept)."""
     root = tmp_path / "store"
     with Store.open(root, clock) as store:
         store.create_run("sim", "Qwen/Qwen3-8B", lora_rank=8)
@@ -42,7 +57,26 @@ def root(tmp_path: Path, clock: FixedClock) -> Path:
         pass
     assert opened["adapter_model.safetensors"] == 2  # new files: their headers are checked
     clock.advance(SETTLE)
+    keep_listings(root, tmp_path)
     return root
+
+
+def keep_listings(root: Path, tmp_path: Path) -> None:
+    """Wait for the file system's clock, then open: every checkpoint's listing is kept."""
+    wait_past_changes_under(root / "runs", tmp_path / "fs-clock")
+    Store.open(root, FixedClock(T0)).close()
+    assert None not in listings(root).values()
+
+
+def listings(root: Path) -> dict[str, bytes | None]:
+    with sqlite3.connect(Layout(root).meta_file) as db:
+        found = dict(db.execute("SELECT checkpoint_id, files_listing FROM checkpoints"))
+    db.close()
+    return found
+
+
+def checkpoint_folders_listed(listed: Counter[str]) -> list[str]:
+    return sorted(path for path in listed if path.count(os.sep) >= 3)  # runs/RUN/SEGMENT/NAME
 
 
 def reason(store: Store, name: str) -> str | None:
@@ -55,6 +89,95 @@ def test_a_warm_open_opens_no_checkpoint_file(root: Path, clock: FixedClock) -> 
         assert [reason(store, name) for name in SAVES] == [None, None]
     checkpoint_files = {name: n for name, n in opened.items() if name != "run.json"}
     assert checkpoint_files == {}
+
+
+def test_a_warm_open_lists_no_checkpoint_folder(root: Path, clock: FixedClock) -> None:
+    """Each checkpoint's kept listing is looked at instead: one stat per name."""
+    with folders_listed_under(root) as listed, Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+        sizes = [c.size_bytes for c in listing_of(store)]
+    assert checkpoint_folders_listed(listed) == []
+    assert listed["runs/sim/weights"] == 1  # which checkpoints there are
+    assert sizes == [LiveRun(root, "sim", root / "logs").size_on_disk(name) for name in SAVES]
+
+
+def add_file(folder: Path) -> None:
+    (folder / "optimizer.pt").write_bytes(b"\0" * 10)
+
+
+def add_file_in_a_subfolder(folder: Path) -> None:
+    (folder / "extra").mkdir()
+    (folder / "extra/optimizer.pt").write_bytes(b"\0" * 10)
+
+
+def remove_file(folder: Path) -> None:
+    (folder / "adapter_config.json").unlink()
+
+
+def rename_file(folder: Path) -> None:
+    (folder / "adapter_config.json").rename(folder / "adapter_config.old.json")
+
+
+@pytest.mark.parametrize("change", [add_file, add_file_in_a_subfolder, remove_file, rename_file])
+def test_a_name_added_removed_or_renamed_in_a_checkpoint_is_a_change(
+    root: Path, clock: FixedClock, change: Callable[[Path], None]
+) -> None:
+    """Only the folder's times say a name came or went: its ctime is checked at each look."""
+    folder = root / "runs/sim/weights/000010"
+    change(folder)
+    with Store.open(root, clock) as store:
+        assert "files changed less than" in (reason(store, "000010") or "")
+        assert reason(store, "000020") is None
+        size = store.get_checkpoint("sim", "weights/000010").size_bytes
+    assert size == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_file_added_to_a_subfolder_already_there_is_a_change(
+    root: Path, tmp_path: Path, clock: FixedClock
+) -> None:
+    """A subfolder's listing is trusted by its own ctime, kept with its name."""
+    folder = root / "runs/sim/weights/000010"
+    add_file_in_a_subfolder(folder)
+    keep_listings(root, tmp_path)
+    (folder / "extra/scheduler.pt").write_bytes(b"\0" * 3)
+    with Store.open(root, clock) as store:
+        assert "files changed less than" in (reason(store, "000010") or "")
+        size = store.get_checkpoint("sim", "weights/000010").size_bytes
+    assert size == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_names_that_are_not_utf8_are_looked_at_without_listing(
+    root: Path, tmp_path: Path, clock: FixedClock
+) -> None:
+    folder = root / "runs/sim/weights/000010"
+    odd = os.path.join(os.fsencode(folder), b"\xff.bin")
+    with open(odd, "wb") as file:
+        file.write(b"\0" * 7)
+    keep_listings(root, tmp_path)
+    with folders_listed_under(root) as listed, Store.open(root, clock) as store:
+        assert reason(store, "000010") is None
+        size = store.get_checkpoint("sim", "weights/000010").size_bytes
+    assert checkpoint_folders_listed(listed) == []
+    with open(odd, "r+b") as file:  # rewritten in place, at the same size
+        file.write(b"\1" * 7)
+    with Store.open(root, clock) as store:
+        assert "files changed less than" in (reason(store, "000010") or "")
+        assert store.get_checkpoint("sim", "weights/000010").size_bytes == size
+
+
+def test_a_folder_changed_just_before_a_look_keeps_no_listing(
+    root: Path, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second change in the same timestamp tick would leave the folder's ctime as it is: a
+    listing is kept only of folders last changed `LISTING_AGE_NS` before the look."""
+    monkeypatch.setattr(settle, "LISTING_AGE_NS", 3600 * 10**9)
+    add_file(root / "runs/sim/weights/000010")
+    Store.open(root, clock).close()
+    assert listings(root)["weights/000010"] is None
+    assert listings(root)["weights/000020"] is not None
+    with folders_listed_under(root) as listed, Store.open(root, clock):
+        pass
+    assert checkpoint_folders_listed(listed) == ["runs/sim/weights/000010"]
 
 
 def test_a_warm_open_opens_no_file_at_all(root: Path, clock: FixedClock) -> None:

@@ -1,12 +1,14 @@
-"""Which files a piece of code opens under a folder, seen through a Python audit hook.
+"""Which files a piece of code opens, or folders it lists, under a folder, seen through a
+Python audit hook.
 
     with files_opened_under(root) as opened:
         Store.open(root).close()
     assert opened == Counter()          # basename -> times opened
 
 Counts the `open` audit event (builtins.open, io.open, os.open) for paths under `root`
-except the store's own `.ckpt-tui/` (its SQLite file is opened by SQLite, not Python). An audit
-hook cannot be removed: one is installed on first use and counts only inside the `with`.
+except the store's own `.ckpt-tui/` (its SQLite file is opened by SQLite, not Python);
+`folders_listed_under` counts `os.scandir` and `os.listdir` by path relative to `root`. An
+audit hook cannot be removed: one is installed on first use and counts only inside the `with`.
 """
 
 from __future__ import annotations
@@ -15,34 +17,50 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ckpt_tui.store.layout import META_DIR
 
-_watching: list[tuple[str, Counter[str]]] = []
+LISTING_EVENTS = ("os.scandir", "os.listdir")
+
+_watching: list[tuple[tuple[str, ...], str, Counter[str]]] = []
+"""(the events counted, the folder watched with a trailing separator, the counts)."""
 _installed = False
 
 
 def _hook(event: str, args: tuple[object, ...]) -> None:
-    if event != "open" or not _watching or not isinstance(args[0], (str, bytes)):
+    if not _watching or not args or not isinstance(args[0], (str, bytes)):
         return
     path = os.path.abspath(os.fsdecode(args[0]))
-    for prefix, opened in _watching:
-        if path.startswith(prefix) and not path.startswith(prefix + META_DIR + os.sep):
-            opened[os.path.basename(path)] += 1
+    for events, prefix, counts in _watching:
+        if event not in events or not path.startswith(prefix):
+            continue
+        if event == "open" and not path.startswith(prefix + META_DIR + os.sep):
+            counts[os.path.basename(path)] += 1
+        elif event != "open":
+            counts[os.path.relpath(path, prefix)] += 1
 
 
 @contextmanager
-def files_opened_under(root: Path) -> Iterator[Counter[str]]:
-    """The files opened under `root` inside the `with` (basename -> count)."""
+def _counting(events: tuple[str, ...], root: Path) -> Iterator[Counter[str]]:
     global _installed
     if not _installed:
         sys.addaudithook(_hook)
         _installed = True
-    watch = (os.fspath(root.resolve()) + os.sep, Counter[str]())
+    watch = (events, os.fspath(root.resolve()) + os.sep, Counter[str]())
     _watching.append(watch)
     try:
-        yield watch[1]
+        yield watch[2]
     finally:
         _watching.remove(watch)
+
+
+def files_opened_under(root: Path) -> AbstractContextManager[Counter[str]]:
+    """The files opened under `root` inside the `with` (basename -> count)."""
+    return _counting(("open",), root)
+
+
+def folders_listed_under(root: Path) -> AbstractContextManager[Counter[str]]:
+    """The folders under `root` listed inside the `with` (path relative to `root` -> count)."""
+    return _counting(LISTING_EVENTS, root)
