@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import msgspec
+import obstore
 import pytest
 
 from ckpt_tui.locations import parse_location
@@ -67,7 +68,8 @@ def test_a_tinker_and_a_trainer_layout_list_with_the_objects_sizes(
     uploaded = cloud.upload(bucket, "team/ckpts", root, skip=(".ckpt-tui",))
     with Store.open(root, clock, readonly=True, settle_seconds=0) as folder:
         on_disk = sizes(folder)
-    with opened(f"{cloud.scheme}://{bucket}/team/ckpts", clock) as store:
+    store = opened(f"{cloud.scheme}://{bucket}/team/ckpts", clock)
+    with store:
         assert store.problems().complete
         assert store.objects_listed == uploaded
         assert sizes(store) == on_disk
@@ -84,7 +86,8 @@ def test_the_location_s_endpoint_reaches_the_emulator(
     for name, value in cloud.credentials.items():
         monkeypatch.setenv(name, value)
     bucket = seeded(cloud)
-    with opened(f"{cloud.scheme}://{bucket}/store", clock, cloud.endpoint) as store:
+    store = opened(f"{cloud.scheme}://{bucket}/store", clock, cloud.endpoint)
+    with store:
         assert store.problems().complete, store.problems()
         assert store.objects_listed == len(CHECKPOINT) + len(NEIGHBOURS)
 
@@ -97,7 +100,8 @@ def test_a_plain_http_endpoint_from_the_environment_is_allowed(
     `*_ALLOW_HTTP` variable."""
     assert not [name for name in cloud.environment() if name.endswith("ALLOW_HTTP")]
     bucket = seeded(cloud)
-    with opened(f"{cloud.scheme}://{bucket}/store", clock) as store:
+    store = opened(f"{cloud.scheme}://{bucket}/store", clock)
+    with store:
         assert store.problems().complete, store.problems()
         assert store.objects_listed == len(CHECKPOINT) + len(NEIGHBOURS)
 
@@ -131,7 +135,7 @@ def test_an_azure_delete_records_its_intent_then_deletes_the_checkpoint_only(
     def at(step: str) -> None:
         if step == "intent":
             [key] = azure_emulator.keys(bucket, f"store/.ckpt-tui/{DELETES}/")
-            data = bytes(place.store.get(key).bytes())  # type: ignore[attr-defined]
+            data = bytes(obstore.get(place.store, key).bytes())
             records.append(msgspec.json.decode(data, type=DeleteIntent))
 
     deleter = BucketDeleter(place, meta, clock=LATER)

