@@ -166,3 +166,18 @@ def test_a_gcs_delete_whose_intent_cannot_be_written_deletes_nothing(
     with pytest.raises(StoreError, match="400"):
         deleter.delete("run/step-10", "run", "weights/step-10")
     assert gcs_emulator.keys(bucket) == sorted([*CHECKPOINT, *NEIGHBOURS])
+
+
+def test_a_bucket_at_the_environment_s_endpoint_is_not_the_cloud_s_bucket(
+    cloud: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One bucket name at two endpoints is two stores, whichever way the endpoint is named."""
+    location = parse_location(f"{cloud.scheme}://same-name/store")
+    assert location is not None
+    at_the_emulator = ObjectStorage.open(location).place_scope
+    for name in cloud.environment():
+        monkeypatch.delenv(name)
+    for name, value in cloud.credentials.items():
+        monkeypatch.setenv(name, value)
+    in_the_cloud = ObjectStorage.open(location).place_scope
+    assert at_the_emulator != in_the_cloud

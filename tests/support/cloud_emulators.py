@@ -30,7 +30,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
@@ -201,11 +201,12 @@ def fake_gcs(workdir: Path) -> Iterator[Emulator]:
     binary = fake_gcs_binary()
     if binary is None:
         pytest.skip(f"fake-gcs-server is not installed: {FAKE_GCS_HINT}")
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    args = [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"]
-    args += ["-port", str(port), "-public-host", f"127.0.0.1:{port}", "-log-level", "info"]
-    with _process(args, workdir, re.compile(rb"server started at (http://)"), endpoint):
+
+    def args(port: int) -> list[str]:
+        common = [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"]
+        return [*common, "-port", str(port), "-public-host", f"127.0.0.1:{port}"]
+
+    with _on_a_free_port(args, workdir, re.compile(rb"server started at (http://)")) as endpoint:
         account = _service_account(workdir / "service-account.json", endpoint)
         without_endpoint = _service_account(workdir / "service-account-only.json", None)
 
@@ -256,6 +257,36 @@ def _free_port() -> int:
         return port
 
 
+class EmulatorExitedError(RuntimeError):
+    """The emulator's process ended before it was ready."""
+
+
+PORT_TRIES = 5
+"""Free ports tried in turn: one found free may be taken by another process before the
+emulator binds it (it cannot be told to pick one itself and say which)."""
+
+
+@contextmanager
+def _on_a_free_port(
+    args: Callable[[int], list[str]], workdir: Path, ready: re.Pattern[bytes]
+) -> Iterator[str]:
+    """`_process` of `args(port)` on a free port (tried again on another one should the
+    emulator exit before it is ready); yields its endpoint."""
+    for attempt in range(PORT_TRIES):
+        port = _free_port()
+        stack = ExitStack()
+        try:
+            endpoint = f"http://127.0.0.1:{port}"
+            stack.enter_context(_process(args(port), workdir, ready, endpoint))
+        except EmulatorExitedError:
+            if attempt == PORT_TRIES - 1:
+                raise
+            continue
+        with stack:
+            yield endpoint
+        return
+
+
 @contextmanager
 def _process(
     args: list[str], workdir: Path, ready: re.Pattern[bytes], endpoint: str | None = None
@@ -284,7 +315,7 @@ def _wait_for(child: subprocess.Popen[bytes], log: Path, ready: re.Pattern[bytes
         if match is not None:
             return match.group(1).decode()
         if child.poll() is not None:
-            raise RuntimeError(f"the emulator exited: {_tail(log)}")
+            raise EmulatorExitedError(f"the emulator exited: {_tail(log)}")
         time.sleep(0.05)
     raise RuntimeError(f"the emulator did not start within {START_GUARD:g} s: {_tail(log)}")
 
