@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.support import layouts as L
-from tests.support.bucket_cli import checkpoints, run, write_config
+from tests.support.bucket_cli import checkpoints, listed_in_both, run, write_config
 from tests.support.s3_server import DUMMY_SECRET, S3Server
 
 
@@ -34,14 +34,7 @@ def box(tmp_path: Path, s3: S3Server, s3_bucket: str) -> Path:
 def test_ls_json_of_a_bucket_lists_what_the_folder_lists(
     box: Path, s3_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(capsys, "--local", str(box), "ls", "--json")
-    assert code == 0, err
-    on_disk = checkpoints(json.loads(out))
-    code, out, err = run(capsys, "--local", f"s3://{s3_bucket}/team/box", "ls", "--json")
-    assert code == 0, err
-    document = json.loads(out)
-    assert document["complete"] is True
-    assert document["backends"][0]["path"] == f"s3://{s3_bucket}/team/box"
+    on_disk, document = listed_in_both(capsys, box, f"s3://{s3_bucket}/team/box")
     assert len(on_disk) == 4 and checkpoints(document) == on_disk
 
 

@@ -12,7 +12,7 @@ import pytest
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
-from tests.support.bucket_cli import checkpoints, run, write_config
+from tests.support.bucket_cli import checkpoints, listed_in_both, run, write_config
 from tests.support.cloud_emulators import AZURE_KEY, Emulator
 
 
@@ -30,20 +30,15 @@ def box(tmp_path: Path, clock: FixedClock) -> Path:
 def test_ls_json_of_a_cloud_bucket_lists_what_the_folder_lists(
     box: Path, cloud: Emulator, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(capsys, "--local", str(box), "ls", "--json")
-    assert code == 0, err
-    on_disk = checkpoints(json.loads(out))
     bucket = cloud.make_bucket()
     cloud.upload(bucket, "team/box", box, skip=(".ckpt-tui",))
     place = f"{cloud.scheme}://{bucket}/team/box"
-    code, out, err = run(capsys, "--local", place, "ls", "--json")
-    assert code == 0, err
-    document = json.loads(out)
-    assert document["complete"] is True
-    assert document["backends"][0]["path"] == place
+    on_disk, document = listed_in_both(capsys, box, place)
     assert len(on_disk) == 3 and checkpoints(document) == on_disk
-    shown = out + err + "".join(run(capsys, "--local", place, "backends", "--json")[1:])
-    assert AZURE_KEY not in shown and "checkpoint-200" in out
+    shown = json.dumps(document)
+    for command in (["ls"], ["backends"], ["backends", "--json"]):
+        shown += "".join(run(capsys, "--local", place, *command)[1:])
+    assert AZURE_KEY not in shown and "checkpoint-200" in shown
 
 
 def test_the_config_file_takes_a_cloud_bucket_with_its_endpoint(

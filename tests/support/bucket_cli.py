@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,22 @@ def checkpoints(document: dict[str, Any]) -> dict[str, int | None]:
     return {
         c["tinker_path"]: c["size_bytes"] for run in document["runs"] for c in run["checkpoints"]
     }
+
+
+def listed_in_both(
+    capsys: pytest.CaptureFixture[str], folder: Path, place: str
+) -> tuple[dict[str, int | None], dict[str, Any]]:
+    """(`checkpoints` of `ls --json` of `folder`, the `ls --json` document of bucket
+    location `place`), each command checked to succeed."""
+    code, out, err = run(capsys, "--local", str(folder), "ls", "--json")
+    assert code == 0, err
+    on_disk = checkpoints(json.loads(out))
+    code, out, err = run(capsys, "--local", place, "ls", "--json")
+    assert code == 0, err
+    document: dict[str, Any] = json.loads(out)
+    assert document["complete"] is True
+    assert document["backends"][0]["path"] == place
+    return on_disk, document
 
 
 def write_config(tmp_path: Path, text: str) -> None:
