@@ -24,6 +24,7 @@ from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.meta import Row
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
+from tests.support.bucket_races import RACE_NOW_US, b_wins_the_race
 from tests.support.cloud_emulators import Emulator
 
 LATER = FixedClock(SystemClock().now() + timedelta(days=1))
@@ -106,21 +107,22 @@ def test_a_plain_http_endpoint_from_the_environment_is_allowed(
         assert store.objects_listed == len(CHECKPOINT) + len(NEIGHBOURS)
 
 
-def test_two_openers_of_an_azure_container_share_metadata_by_conditional_writes(
-    azure_emulator: Emulator,
+def test_two_writers_racing_on_azure_lose_no_update(
+    azure_emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """B writes between A's read and A's write: Azure refuses A's If-Match write, A reads
+    again and makes its change over B's; every opener sees both."""
     place = azure_emulator.place(azure_emulator.make_bucket())
-    first, second = BucketMeta(place, False, 0), BucketMeta(place, False, 0)
-    first.apply(upsert=[Row("run", "a", 0, public=True)])
-    second.apply(upsert=[Row("run", "b", 0, expires_us=5)])  # over `first`'s write
-    assert first.writes.supported is True and second.writes.supported is True
-    assert first.problem is None
+    a, reads = b_wins_the_race(place, monkeypatch)
+    assert reads >= 2  # A lost the race once
+    assert a.writes.supported is True and a.problem is None
     again = BucketMeta(place, True, 0)
     assert {(r.checkpoint_id, r.public, r.expires_us) for r in again.rows()} == {
-        ("a", True, None),
-        ("b", False, 5),
+        ("start", True, None),
+        ("from-b", True, None),
+        ("from-a", False, RACE_NOW_US + 7),
     }
-    assert again.store_id == first.store_id is not None
+    assert again.store_id == a.store_id is not None
 
 
 def test_an_azure_delete_records_its_intent_then_deletes_the_checkpoint_only(
