@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.clock import T0
+from tests.support.cloud_emulators import Emulator, azurite, fake_gcs
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import bind_loopback_socket, run_server
@@ -147,3 +149,32 @@ def s3_bucket(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     return s3.make_bucket()
+
+
+@pytest.fixture(scope="session")
+def azure_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """Azurite for the whole run (the test skips when it is not installed)."""
+    with azurite(tmp_path_factory.mktemp("azurite")) as emulator:
+        yield emulator
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """fake-gcs-server for the whole run (the test skips when it is not installed)."""
+    with fake_gcs(tmp_path_factory.mktemp("fake-gcs")) as emulator:
+        yield emulator
+
+
+@pytest.fixture(params=["az", "gs"])
+def cloud(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    """Each of the other clouds' emulators in turn, with its standard variables set (and
+    no other cloud's) for the test's duration."""
+    emulator: Emulator = request.getfixturevalue(
+        {"az": "azure_emulator", "gs": "gcs_emulator"}[request.param]
+    )
+    for name in list(os.environ):
+        if name.startswith(("AWS_", "AZURE_", "GOOGLE_")):
+            monkeypatch.delenv(name)
+    for name, value in emulator.environment().items():
+        monkeypatch.setenv(name, value)
+    return emulator

@@ -10,13 +10,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from ckpt_tui.cli import main
 from tests.support import layouts as L
+from tests.support.bucket_cli import checkpoints, listed_in_both, run, write_config
 from tests.support.s3_server import DUMMY_SECRET, S3Server
 
 
@@ -32,30 +31,10 @@ def box(tmp_path: Path, s3: S3Server, s3_bucket: str) -> Path:
     return root
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def checkpoints(document: dict[str, Any]) -> dict[str, int | None]:
-    """tinker path -> size of every checkpoint in an `ls --json` document."""
-    return {
-        c["tinker_path"]: c["size_bytes"] for run in document["runs"] for c in run["checkpoints"]
-    }
-
-
 def test_ls_json_of_a_bucket_lists_what_the_folder_lists(
     box: Path, s3_bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(capsys, "--local", str(box), "ls", "--json")
-    assert code == 0, err
-    on_disk = checkpoints(json.loads(out))
-    code, out, err = run(capsys, "--local", f"s3://{s3_bucket}/team/box", "ls", "--json")
-    assert code == 0, err
-    document = json.loads(out)
-    assert document["complete"] is True
-    assert document["backends"][0]["path"] == f"s3://{s3_bucket}/team/box"
+    on_disk, document = listed_in_both(capsys, box, f"s3://{s3_bucket}/team/box")
     assert len(on_disk) == 4 and checkpoints(document) == on_disk
 
 
@@ -117,12 +96,6 @@ def test_serve_serves_a_bucket_over_the_rest_api_and_makes_no_folder(
     paths = {c["tinker_path"] for c in answer["checkpoints"]}
     assert "tinker://trainer/weights/checkpoint-200" in paths and len(paths) == 4
     assert list(work.iterdir()) == []
-
-
-def write_config(tmp_path: Path, text: str) -> None:
-    folder = tmp_path / "config-home" / "ckpt-tui"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.toml").write_text(text)
 
 
 def test_the_config_file_takes_a_bucket_with_its_endpoint_and_region(

@@ -15,6 +15,7 @@ from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.errors import StoreBusyError, StoreError
 from ckpt_tui.store.meta import Row
 from tests.support.bucket_places import bucket_place
+from tests.support.bucket_races import RACE_NOW_US, b_wins_the_race
 from tests.support.live_server import run_server
 from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
@@ -57,29 +58,13 @@ def test_two_writers_racing_lose_no_update(
     """Writer B changes the document between writer A's read and A's write: A's conditional
     write is refused, A reads again and makes its change over B's. Both changes are kept."""
     place = bucket_place(s3.endpoint, s3_bucket)
-    a, b = opened(place), opened(place)
-    a.apply(upsert=[row("start", public=True)])
-    b.reload()
-    real_read = versioned.read_doc
-    reads: list[str] = []
-
-    def read_then_b_writes(p: BucketPlace, key: str, kind: type[object]) -> object:
-        found = real_read(p, key, kind)
-        reads.append(key)
-        if key.endswith(META_DOC) and reads.count(key) == 1:
-            b.apply(upsert=[row("from-b", public=True)])  # wins the race
-        return found
-
-    monkeypatch.setattr(versioned, "read_doc", read_then_b_writes)
-    a.apply(upsert=[row("from-a", expires_us=NOW_US + 7)])
-    monkeypatch.setattr(versioned, "read_doc", real_read)
-
+    a, reads = b_wins_the_race(place, monkeypatch)
     kept = stored(s3, s3_bucket, META_DOC)["checkpoints"]
     assert isinstance(kept, dict)
     assert sorted(kept["run"]) == ["from-a", "from-b", "start"]
     assert kept["run"]["from-b"]["public"] is True
-    assert kept["run"]["from-a"]["expires_us"] == NOW_US + 7
-    assert reads.count(place.meta_key(META_DOC)) >= 2  # A read again after losing the race
+    assert kept["run"]["from-a"]["expires_us"] == RACE_NOW_US + 7
+    assert reads >= 2  # A read again after losing the race
     assert a.writes.supported is True and a.problem is None
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.cloud_emulators import upload_folder
+
 REGION = "us-east-1"
 DUMMY_KEY_ID = "testing-key-id"
 DUMMY_SECRET = "testing-secret-key"  # moto accepts any; a test can check it never shows
@@ -53,15 +55,8 @@ class S3Server:
         self.client.put_object(Bucket=bucket, Key=key, Body=data)
 
     def upload(self, bucket: str, prefix: str, folder: Path, skip: tuple[str, ...] = ()) -> int:
-        """Copy every file under `folder` to `prefix/<its path>` (as `aws s3 sync` does),
-        except under the top-level names in `skip`; the number of objects written."""
-        count = 0
-        for path in sorted(folder.rglob("*")):
-            rel = path.relative_to(folder)
-            if path.is_file() and not path.is_symlink() and rel.parts[0] not in skip:
-                self.put(bucket, f"{prefix}/{rel.as_posix()}".lstrip("/"), path.read_bytes())
-                count += 1
-        return count
+        """`upload_folder` into `bucket`."""
+        return upload_folder(lambda key, data: self.put(bucket, key, data), prefix, folder, skip)
 
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
         """Every key under `prefix`, sorted (all pages)."""

@@ -44,6 +44,28 @@ SPREAD_LEVELS = 2
 LISTS_IN_FLIGHT are found): `team/` then `team/runs/`, `team/trainer/`, then their children."""
 
 
+ENDPOINT_KEYS = {"gs": "base_url"}
+"""obstore's name for a store's endpoint where it is not `endpoint` (GCS: its base URL)."""
+ENDPOINT_VARIABLES = {
+    "s3": ("AWS_ENDPOINT_URL",),
+    "gs": ("GOOGLE_BASE_URL",),
+    "az": ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"),
+}
+"""The standard variables naming each cloud's endpoint (obstore reads them too)."""
+AZURITE_ENDPOINT = "http://127.0.0.1:10000"
+"""Where `AZURE_STORAGE_USE_EMULATOR` points obstore (Azurite's default port)."""
+
+
+def environment_endpoint(scheme: str) -> str | None:
+    """The endpoint the cloud's environment names for `scheme`, if any: a bucket there is
+    not the cloud's bucket of the same name, and a plain-HTTP one must be allowed."""
+    for name in ENDPOINT_VARIABLES.get(scheme, ()):
+        if os.environ.get(name):
+            return os.environ[name]
+    emulator = os.environ.get("AZURE_STORAGE_USE_EMULATOR", "").lower() in ("1", "true")
+    return AZURITE_ENDPOINT if scheme == "az" and emulator else None
+
+
 class ObjectStorage:
     def __init__(self, store: ObjectStore, url: str, prefix: str = "") -> None:
         self._store = store
@@ -66,11 +88,9 @@ class ObjectStorage:
         from obstore.store import from_url
 
         config: dict[str, Any] = {}
-        endpoint = location.endpoint or (
-            os.environ.get("AWS_ENDPOINT_URL") if location.scheme == "s3" else None
-        )
+        endpoint = location.endpoint or environment_endpoint(location.scheme)
         if location.endpoint:
-            config["endpoint"] = location.endpoint
+            config[ENDPOINT_KEYS.get(location.scheme, "endpoint")] = location.endpoint
         if location.region and location.scheme == "s3":
             config["region"] = location.region
         client: dict[str, Any] = {}
