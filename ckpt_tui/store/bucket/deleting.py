@@ -1,18 +1,23 @@
-"""Deleting a checkpoint from a bucket: many objects, no rename, and a crash at any moment.
+"""Deleting checkpoints from a bucket: many objects, no rename, and a crash at any moment.
 
 A checkpoint is every object under `<prefix>/<checkpoint>/`, or, when there is none, the one
-object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete`:
+object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete_batch` deletes the
+checkpoints asked for together (`delete`: one):
 
-1. lists them (a failed list changes nothing), refuses any key not under the checkpoint's own
-   prefix plus `/`, and refuses a checkpoint still being written (an object newer than the
-   settle time, as `settle.py` judges files; or the layout's own signs, which discovery gives
-   as `incomplete_reason`);
-2. writes an intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key: the
-   confirmed set. Nothing outside it is ever deleted;
-3. deletes the keys in batches (one DeleteObjects request per `BATCH_KEYS` keys on S3);
-4. lists again: a key still there failed (with its batch's error), a key not in the record
-   appeared meanwhile and is left alone;
-5. once none of the keys is left, drops the checkpoint's metadata and then the record.
+1. lists them (checkpoints side by side in one folder through one listing of the folder,
+   `_look`; a failed list changes nothing), and refuses, each alone while the others go
+   ahead, a checkpoint whose listing failed, names a key not under its own prefix plus `/`,
+   or that is still being written (an object newer than the settle time, as `settle.py`
+   judges files; or the layout's own signs, which discovery gives as `incomplete_reason`);
+2. writes ONE intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key of
+   every checkpoint going ahead: the confirmed set. Nothing outside it is ever deleted. (One
+   checkpoint's record is its `DeleteIntent`, as before batches; several: a `BatchIntent`);
+3. deletes the keys in batches spanning checkpoints (one DeleteObjects request per
+   `BATCH_KEYS` keys on S3);
+4. lists again (as in 1): a key still there failed (with its batch's error) and fails only
+   its own checkpoint; a key not in the record appeared meanwhile and is left alone;
+5. drops the metadata of the checkpoints whose objects are all gone (one write), then the
+   record once no key of it failed.
 
 A delete killed half-way leaves its record: `recover` (at the next open) finishes it, acting
 only on the record's keys, and leaves alone a key rewritten after the delete was asked (newer
@@ -24,9 +29,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
+from itertools import chain
 
 import msgspec
 import obstore
@@ -34,6 +42,7 @@ from obstore.exceptions import BaseError
 from obstore.store import LocalStore
 
 from ckpt_tui.store.blobs.objects import every_object, reason
+from ckpt_tui.store.bucket.grouping import Want, by_folder, picked, split_listing
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -53,6 +62,20 @@ BATCH_KEYS = 1000
 """Keys per DeleteObjects request: S3's most."""
 MAX_CHECKPOINT_OBJECTS = 1_000_000
 """A checkpoint with more objects is refused (a prefix that is not one checkpoint)."""
+RECORD_KEYS = 100_000
+"""Keys one intent record names at most: a bigger batch writes several records, each done in
+turn (a record stays far below the largest document read back, `MAX_DOC_BYTES`)."""
+RECORD_CHECKPOINTS = 1000
+"""Checkpoints one intent record names at most; a record naming more is not acted on (the
+work of recovering it is bounded)."""
+FOLDER_OBJECTS = 5000
+"""Objects a folder's listing may hold to stand for the listings of its checkpoints in a
+batch; a folder holding more (or whose listing failed) has each checkpoint listed alone."""
+LISTS_AT_ONCE = 16
+"""Listings of one batch sent side by side."""
+
+Found = dict[str, int] | StoreError
+"""A checkpoint's objects as a look found them (key -> last modified), or why not."""
 
 
 class DeleteIntent(msgspec.Struct, frozen=True):
@@ -68,6 +91,24 @@ class DeleteIntent(msgspec.Struct, frozen=True):
     written again after the delete was asked, and is not deleted."""
 
 
+class BatchIntent(msgspec.Struct, frozen=True):
+    """The record of checkpoints deleted together: one `DeleteIntent` each."""
+
+    batch: list[DeleteIntent]
+
+
+@dataclass(frozen=True)
+class DeleteAsk:
+    """One checkpoint asked to be deleted (`BucketDeleter.delete_batch`)."""
+
+    checkpoint: str
+    """Its name below the store's prefix (`run/step-10`)."""
+    run_id: str
+    checkpoint_id: str
+    incomplete_reason: str | None = None
+    """Why discovery found it incomplete (it is refused), or None."""
+
+
 @dataclass
 class DeleteOutcome:
     """What one checkpoint's delete did, key by key."""
@@ -79,7 +120,7 @@ class DeleteOutcome:
     left: dict[str, str] = field(default_factory=dict)
     """Keys under the checkpoint not deleted on purpose (appeared or rewritten meanwhile)."""
     requests: int = 0
-    """Delete requests sent (batches)."""
+    """Delete requests (batches) that carried its keys."""
     problem: str | None = None
     """Why the delete is not finished although no key failed (e.g. the metadata write)."""
 
@@ -132,8 +173,10 @@ class BucketDeleter:
         self.batch_keys = max(1, min(batch_keys, BATCH_KEYS))
         self.step_hook: Callable[[str], None] | None = None
         """Called after the intent is written and after each batch: tests stop there."""
+        self._listed_alone: set[str] = set()
+        """Folders whose checkpoints are listed each alone (`_look_in`)."""
 
-    # --- one delete -------------------------------------------------------------------------
+    # --- deleting ---------------------------------------------------------------------------
     def delete(
         self,
         checkpoint: str,
@@ -142,88 +185,119 @@ class BucketDeleter:
         *,
         incomplete_reason: str | None = None,
     ) -> DeleteOutcome:
-        """Delete every object of `checkpoint` (see the module's docstring). Raises, having
-        changed nothing, for a refusal or a failed first list; otherwise returns what each key
-        did (`DeleteOutcome.done`, else `.error()`)."""
-        prefix = self.place.key(checked_rel(checkpoint))
-        if incomplete_reason is not None:
-            raise ConflictError(_still_written(checkpoint, incomplete_reason))
-        found = self._list(prefix) or self._single(prefix)
-        if not found:
-            raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
-        newest_us = max(found.values())
-        settling = Settling(to_us(self.clock.now()), self.settle_us)
-        unsettled = unsettled_reason(newest_us, settling)
-        if unsettled is not None:
-            raise ConflictError(_still_written(checkpoint, unsettled))
-        intent = DeleteIntent(checkpoint, run_id, checkpoint_id, sorted(found), newest_us)
-        record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
-        self._write_intent(record, intent)
-        self._step("intent")
-        return self._finish(record, intent, found)
-
-    def _write_intent(self, record: str, intent: DeleteIntent) -> None:
-        try:
-            obstore.put(self.place.store, record, msgspec.json.encode(intent), use_multipart=False)
-        except (BaseError, OSError) as exc:
-            raise StorageFailedError(
-                f"deleting {intent.checkpoint} failed: its delete record could not be written "
-                f"to {self.place.name} ({reason(exc)}); nothing was deleted"
-            ) from exc
-
-    def _finish(self, record: str, intent: DeleteIntent, found: dict[str, int]) -> DeleteOutcome:
-        """Steps 3 to 5 for the keys of `intent` that `found` (a listing) still holds."""
-        outcome = DeleteOutcome(intent.checkpoint)
-        confirmed = set(intent.keys)
-        doomed = []
-        for key, modified_us in sorted(found.items()):
-            if key not in confirmed:
-                continue
-            if modified_us > intent.newest_us:
-                outcome.left[key] = "written again after the delete was asked"
-            else:
-                doomed.append(key)
-        errors = self._delete_batches(doomed, outcome)
-        try:
-            after = self._objects_of(intent)
-        except StorageFailedError as exc:
-            outcome.problem = f"the objects could not be listed again to check ({exc})"
-            return outcome
-        for key in doomed:
-            if key in after:
-                outcome.failed[key] = errors.get(key, "still listed after the server deleted it")
-            else:
-                outcome.deleted.append(key)
-        for key in sorted(set(after) - confirmed):
-            outcome.left[key] = "appeared while the checkpoint was being deleted"
-        if not outcome.failed:
-            self._forget(record, intent, outcome)
+        """Delete every object of `checkpoint`: `delete_batch` of one, its refusal raised."""
+        (outcome,) = self.delete_batch(
+            [DeleteAsk(checkpoint, run_id, checkpoint_id, incomplete_reason)]
+        )
+        if isinstance(outcome, StoreError):
+            raise outcome
         return outcome
 
-    def _delete_batches(self, keys: list[str], outcome: DeleteOutcome) -> dict[str, str]:
-        """Delete `keys` in batches; key -> its batch's error, for batches that raised."""
+    def delete_batch(self, asks: Sequence[DeleteAsk]) -> list[DeleteOutcome | StoreError]:
+        """Delete every object of each checkpoint asked for (see the module's docstring).
+        Returns each one's outcome in order: an error for a refusal or a failed first look
+        (nothing of it was deleted), else what each of its keys did (`DeleteOutcome.done`,
+        else `.error()`)."""
+        results: dict[int, DeleteOutcome | StoreError] = {}
+        prefixes: dict[int, str] = {}
+        for n, ask in enumerate(asks):
+            try:
+                prefixes[n] = self.place.key(checked_rel(ask.checkpoint))
+                if ask.incomplete_reason is not None:
+                    raise ConflictError(_still_written(ask.checkpoint, ask.incomplete_reason))
+            except StoreError as exc:
+                results[n] = exc
+        going = {n: prefix for n, prefix in prefixes.items() if n not in results}
+        looks = self._look(dict.fromkeys(going.values(), "either"))
+        settling = Settling(to_us(self.clock.now()), self.settle_us)
+        intents: dict[int, tuple[DeleteIntent, dict[str, int]]] = {}
+        for n, prefix in going.items():
+            try:
+                intents[n] = _intent(asks[n], looks[prefix], settling, self.place.name)
+            except StoreError as exc:
+                results[n] = exc
+        for numbers in _records(intents):
+            chosen = [intents[n] for n in numbers]
+            done = self._delete_recorded([i for i, _ in chosen], [f for _, f in chosen])
+            results.update(zip(numbers, done, strict=True))
+        return [results[n] for n in range(len(asks))]
+
+    def _delete_recorded(
+        self, intents: list[DeleteIntent], found: list[dict[str, int]]
+    ) -> list[DeleteOutcome | StoreError]:
+        """Steps 2 to 5 for checkpoints whose keys fit one record."""
+        record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
+        body = intents[0] if len(intents) == 1 else BatchIntent(intents)
+        try:
+            obstore.put(self.place.store, record, msgspec.json.encode(body), use_multipart=False)
+        except (BaseError, OSError) as exc:
+            return [
+                StorageFailedError(
+                    f"deleting {intent.checkpoint} failed: its delete record could not be "
+                    f"written to {self.place.name} ({reason(exc)}); nothing was deleted"
+                )
+                for intent in intents
+            ]
+        self._step("intent")
+        return list(self._finish(record, intents, list(found)))
+
+    def _finish(
+        self, record: str, intents: list[DeleteIntent], found: list[Found]
+    ) -> list[DeleteOutcome]:
+        """Steps 3 to 5 for the keys of `intents` that `found` (a look at each) still holds."""
+        outcomes = [DeleteOutcome(intent.checkpoint) for intent in intents]
+        doomed: list[list[str]] = []
+        for intent, outcome, now in zip(intents, outcomes, found, strict=True):
+            if isinstance(now, StoreError):
+                outcome.problem = f"its objects could not be listed ({now})"
+                doomed.append([])
+            else:
+                doomed.append(_doomed(intent, now, outcome))
+        errors, requests = self._delete_batches(sorted(set(chain.from_iterable(doomed))))
+        for outcome, keys in zip(outcomes, doomed, strict=True):
+            outcome.requests = sum(1 for sent in requests if not sent.isdisjoint(keys))
+        after = self._look({self.place.key(i.checkpoint): _after(self.place, i) for i in intents})
+        for intent, outcome, keys in zip(intents, outcomes, doomed, strict=True):
+            if outcome.problem is None:
+                _verified(intent, outcome, keys, after[self.place.key(intent.checkpoint)], errors)
+        self._forget(record, intents, outcomes)
+        return outcomes
+
+    def _delete_batches(self, keys: list[str]) -> tuple[dict[str, str], list[set[str]]]:
+        """Delete `keys` in batches: (key -> its batch's error, for batches that raised;
+        the keys of each request sent)."""
         errors: dict[str, str] = {}
+        sent: list[set[str]] = []
         for start in range(0, len(keys), self.batch_keys):
             batch = keys[start : start + self.batch_keys]
-            outcome.requests += 1
+            sent.append(set(batch))
             try:
                 obstore.delete(self.place.store, batch)
             except (BaseError, OSError) as exc:
                 errors.update(dict.fromkeys(batch, reason(exc)))
             self._step("batch")
-        return errors
+        return errors, sent
 
-    def _forget(self, record: str, intent: DeleteIntent, outcome: DeleteOutcome) -> None:
-        """Step 5: the metadata, then the record (kept if the metadata could not be written,
-        so the next open drops it)."""
+    def _forget(
+        self, record: str, intents: list[DeleteIntent], outcomes: list[DeleteOutcome]
+    ) -> None:
+        """Step 5: the metadata of the checkpoints wholly gone (one write), then the record
+        once no key failed (kept if the metadata could not be written, so the next open
+        drops it)."""
+        gone = [
+            (i.run_id, i.checkpoint_id) for i, o in zip(intents, outcomes, strict=True) if o.done
+        ]
+        finished = all(not o.failed and o.problem is None for o in outcomes)
         try:
-            if self.meta is not None and not outcome.left:
-                self.meta.apply(delete=[(intent.run_id, intent.checkpoint_id)])
-            obstore.delete(self.place.store, record)
+            if self.meta is not None and gone:
+                self.meta.apply(delete=gone)
+            if finished:
+                obstore.delete(self.place.store, record)
         except StoreError as exc:
-            outcome.problem = f"its metadata could not be dropped ({exc})"
+            _said([o for o in outcomes if o.done], f"its metadata could not be dropped ({exc})")
         except (BaseError, OSError) as exc:
-            outcome.problem = f"its delete record could not be removed ({reason(exc)})"
+            why = f"its delete record could not be removed ({reason(exc)})"
+            _said([o for o in outcomes if not o.failed and o.problem is None], why)
 
     # --- at open ----------------------------------------------------------------------------
     def pending(self) -> list[str]:
@@ -234,39 +308,80 @@ class BucketDeleter:
         """Finish every interrupted delete (read-only: report them); see the docstring."""
         recovery = Recovery()
         for record in self.pending():
-            intent = self._read_intent(record, recovery)
-            if intent is None:
-                continue
+            intents = self._read_intents(record, recovery)
             if readonly:
-                recovery.problems.append(
+                recovery.problems.extend(
                     f"an interrupted delete of {intent.checkpoint} is waiting in "
                     f"{self.place.name}: open the store writable to finish it"
+                    for intent in intents
                 )
                 continue
-            found = self._objects_of(intent)
-            recovery.finished.append(self._finish(record, intent, found))
+            if intents:
+                prefixes = [self.place.key(intent.checkpoint) for intent in intents]
+                looks = self._look(
+                    {p: _after(self.place, i) for p, i in zip(prefixes, intents, strict=True)}
+                )
+                found = [looks[prefix] for prefix in prefixes]
+                recovery.finished.extend(self._finish(record, intents, found))
         return recovery
 
-    def _read_intent(self, record: str, recovery: Recovery) -> DeleteIntent | None:
+    def _read_intents(self, record: str, recovery: Recovery) -> list[DeleteIntent]:
+        """The checkpoints `record` names (a single checkpoint's record or a batch's), or
+        none when it is gone or not to be acted on (said in `recovery`)."""
         try:
-            intent = read_doc(self.place, record, DeleteIntent).doc
-            if intent is None:
-                return None  # removed meanwhile: that delete was finished by someone else
-            _check_intent(self.place, intent)
+            intents = _recorded(self.place, record)
+            for intent in intents:
+                _check_intent(self.place, intent)
         except (StoreError, InvalidRequestError) as exc:
             recovery.problems.append(
                 f"the delete record {record} was not acted on: {exc}; look at it, then remove it"
             )
-            return None
-        return intent
+            return []
+        return intents
 
     # --- listing ----------------------------------------------------------------------------
-    def _objects_of(self, intent: DeleteIntent) -> dict[str, int]:
-        """What is there now of the checkpoint `intent` deletes (its keys, or ones added)."""
-        prefix = self.place.key(intent.checkpoint)
-        if intent.keys == [prefix]:
-            return self._single(prefix)
-        return self._list(prefix)
+    def _look(self, wants: dict[str, Want]) -> dict[str, Found]:
+        """What `wants` asks of each checkpoint prefix, side by side: the checkpoints of one
+        folder (two or more) through one listing of it, the others each alone."""
+        jobs: list[Callable[[], dict[str, Found]]] = []
+        for folder, prefixes in by_folder(wants).items():
+            if folder and len(prefixes) > 1 and folder not in self._listed_alone:
+                jobs.append(partial(self._look_in, folder, prefixes, wants))
+            else:
+                jobs.extend(partial(self._looks_alone, [prefix], wants) for prefix in prefixes)
+        if len(jobs) == 1:
+            return jobs[0]()
+        looks: dict[str, Found] = {}
+        with ThreadPoolExecutor(min(LISTS_AT_ONCE, max(1, len(jobs)))) as pool:
+            for done in pool.map(lambda job: job(), jobs):
+                looks.update(done)
+        return looks
+
+    def _look_in(
+        self, folder: str, prefixes: list[str], wants: dict[str, Want]
+    ) -> dict[str, Found]:
+        """The checkpoints at `prefixes` through one listing of `folder`; each alone when
+        that listing fails or holds more than `FOLDER_OBJECTS` (and from then on: a crowded
+        folder is not listed again for every batch)."""
+        try:
+            children = split_listing(folder, self._list(folder, FOLDER_OBJECTS))
+        except StoreError:
+            self._listed_alone.add(folder)
+            return self._looks_alone(prefixes, wants)
+        return {prefix: picked(children, prefix, wants[prefix]) for prefix in prefixes}
+
+    def _looks_alone(self, prefixes: list[str], wants: dict[str, Want]) -> dict[str, Found]:
+        """What `wants` asks of each checkpoint at `prefixes`, from its own listing (or a
+        HEAD of the object of its name)."""
+        looks: dict[str, Found] = {}
+        for prefix in prefixes:
+            want = wants[prefix]
+            try:
+                found = {} if want == "file" else self._list(prefix)
+                looks[prefix] = found or ({} if want == "folder" else self._single(prefix))
+            except StoreError as exc:
+                looks[prefix] = exc
+        return looks
 
     def _single(self, key: str) -> dict[str, int]:
         """{key: last modified} of the one object `key`, or {} when there is none."""
@@ -281,11 +396,11 @@ class BucketDeleter:
         _refuse_links(self.place, [key])
         return {key: _us(found["last_modified"])}
 
-    def _list(self, prefix: str) -> dict[str, int]:
+    def _list(self, prefix: str, most: int = MAX_CHECKPOINT_OBJECTS) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
         found: dict[str, int] = {}
         try:  # bounded: more objects than one checkpoint has, or pages without end, fail
-            for item in every_object(self.place.store, prefix, MAX_CHECKPOINT_OBJECTS):
+            for item in every_object(self.place.store, prefix, most):
                 found[item["path"]] = _us(item["last_modified"])
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
@@ -298,6 +413,109 @@ class BucketDeleter:
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
             self.step_hook(name)
+
+
+def _intent(
+    ask: DeleteAsk, look: Found, settling: Settling, where: str
+) -> tuple[DeleteIntent, dict[str, int]]:
+    """The intent to delete what `look` found of `ask`'s checkpoint; its refusal raised."""
+    if isinstance(look, StoreError):
+        raise look
+    if not look:
+        raise NotFoundError(f"checkpoint {ask.checkpoint!r} has no objects in {where}")
+    newest_us = max(look.values())
+    unsettled = unsettled_reason(newest_us, settling)
+    if unsettled is not None:
+        raise ConflictError(_still_written(ask.checkpoint, unsettled))
+    keys = sorted(look)
+    return DeleteIntent(ask.checkpoint, ask.run_id, ask.checkpoint_id, keys, newest_us), look
+
+
+def _records(intents: dict[int, tuple[DeleteIntent, dict[str, int]]]) -> list[list[int]]:
+    """The intents (by number) split into records of at most `RECORD_KEYS` keys (a
+    checkpoint with more has a record of its own) and `RECORD_CHECKPOINTS` checkpoints."""
+    records: list[list[int]] = []
+    keys = 0
+    for n, (intent, _) in intents.items():
+        if (
+            not records
+            or len(records[-1]) >= RECORD_CHECKPOINTS
+            or (keys + len(intent.keys) > RECORD_KEYS)
+        ):
+            records.append([])
+            keys = 0
+        records[-1].append(n)
+        keys += len(intent.keys)
+    return records
+
+
+def _doomed(intent: DeleteIntent, found: dict[str, int], outcome: DeleteOutcome) -> list[str]:
+    """The keys of `intent` that `found` still holds, unless written again since (said in
+    `outcome.left`)."""
+    confirmed = set(intent.keys)
+    doomed = []
+    for key, modified_us in sorted(found.items()):
+        if key not in confirmed:
+            continue
+        if modified_us > intent.newest_us:
+            outcome.left[key] = "written again after the delete was asked"
+        else:
+            doomed.append(key)
+    return doomed
+
+
+def _verified(
+    intent: DeleteIntent,
+    outcome: DeleteOutcome,
+    doomed: list[str],
+    after: Found,
+    errors: dict[str, str],
+) -> None:
+    """Step 4 for one checkpoint: what the look `after` the batches says of each key."""
+    if isinstance(after, StoreError):
+        outcome.problem = f"the objects could not be listed again to check ({after})"
+        return
+    for key in doomed:
+        if key in after:
+            outcome.failed[key] = errors.get(key, "still listed after the server deleted it")
+        else:
+            outcome.deleted.append(key)
+    for key in sorted(set(after) - set(intent.keys)):
+        outcome.left[key] = "appeared while the checkpoint was being deleted"
+
+
+def _after(place: BucketPlace, intent: DeleteIntent) -> Want:
+    """What to look at of `intent`'s checkpoint once the delete began: the one object of
+    its name when that is what it deleted, else the objects under it."""
+    return "file" if intent.keys == [place.key(intent.checkpoint)] else "folder"
+
+
+def _said(outcomes: list[DeleteOutcome], problem: str) -> None:
+    for outcome in outcomes:
+        outcome.problem = problem
+
+
+def _recorded(place: BucketPlace, record: str) -> list[DeleteIntent]:
+    """The intents `record` holds: one (a single checkpoint's record, as written before
+    batches) or a batch's; none when it is gone (another finished it); StoreError when it is
+    damaged or names more than `RECORD_CHECKPOINTS` checkpoints."""
+    raw = read_doc(place, record, msgspec.Raw).doc
+    if raw is None:
+        return []
+    try:
+        return [msgspec.json.decode(raw, type=DeleteIntent)]
+    except msgspec.ValidationError:
+        pass  # a batch's record, or damaged
+    try:
+        batch = msgspec.json.decode(raw, type=BatchIntent).batch
+    except msgspec.ValidationError as exc:
+        raise StoreError(f"{place.name}: {record} is damaged ({exc})") from None
+    if not 0 < len(batch) <= RECORD_CHECKPOINTS:
+        raise StoreError(
+            f"{place.name}: {record} names {len(batch):,} checkpoints (at most "
+            f"{RECORD_CHECKPOINTS:,} are deleted together)"
+        )
+    return batch
 
 
 def _refuse_outside(keys: Iterable[str], prefix: str) -> None:
