@@ -110,6 +110,38 @@ def test_thirty_checkpoints_deleted_in_one_batch_send_one_delete_objects_for_the
     assert s3.keys(s3_bucket, f"p/.ckpt-tui/{DELETES}/") == []
 
 
+def test_the_store_answers_each_checkpoint_of_a_batch_with_its_own_outcome(
+    tmp_path: Path, s3: S3Server, s3_bucket: str
+) -> None:
+    """A key the bucket refuses fails its own checkpoint's DELETE (the store then lists what
+    is left); one not found, or asked for twice, is that one's error; the others are gone."""
+    L.hf_trainer_output(tmp_path / "box/trainer", steps=(100, 200, 300, 400))
+    s3.upload(s3_bucket, "p", tmp_path / "box")
+    s3.put(s3_bucket, "p/trainer/checkpoint-200/locked.bin", b"x")
+    faults = S3Faults(s3.endpoint)
+    faults.refuse_delete = "locked"
+    with run_server(faults) as endpoint:
+        location = parse_location(f"s3://{s3_bucket}/p", endpoint=endpoint)
+        assert location is not None
+        with BucketStore.open_bucket(ObjectStorage.open(location), LATER) as store:
+            ids = ["checkpoint-100", "checkpoint-200", "checkpoint-7", "checkpoint-300"]
+            keys = [("trainer", f"weights/{name}") for name in [*ids, "checkpoint-300"]]
+            gone, refused, missing, third, twice = store.delete_checkpoints(keys)
+            listed = [c.checkpoint_id for c in store.list_checkpoints(0, 100)[0]]
+    assert gone is None and third is None
+    assert isinstance(refused, StorageFailedError)
+    assert "deleting trainer/checkpoint-200 is not finished" in str(refused)
+    assert "AccessDenied" in str(refused)
+    assert isinstance(missing, StoreError) and "checkpoint-7" in str(missing)
+    assert isinstance(twice, ConflictError)  # the same checkpoint twice in one batch
+    assert listed == ["weights/checkpoint-200", "weights/checkpoint-400"]
+    assert s3.keys(s3_bucket, "p/trainer/checkpoint-100/") == []
+    assert s3.keys(s3_bucket, "p/trainer/checkpoint-200/") == [
+        "p/trainer/checkpoint-200/locked.bin"
+    ]
+    assert len(s3.keys(s3_bucket, "p/trainer/checkpoint-400/")) == 7
+
+
 def test_a_batch_in_one_folder_deletes_its_checkpoints_and_nothing_else(
     s3: S3Server, s3_bucket: str
 ) -> None:
