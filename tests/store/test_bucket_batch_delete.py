@@ -292,3 +292,26 @@ def test_a_folder_listing_that_cannot_stand_for_its_checkpoints_has_each_listed_
     assert first == "store/run/"  # refused: from then on each checkpoint alone, side by side
     assert sorted(then) == ["store/run/step-4/"] * 2 + ["store/run/step-5/"] * 2
     assert [k for k in s3.keys(s3_bucket) if ".ckpt-tui" not in k] == sorted(NEIGHBOURS[1:])
+
+
+def test_a_batch_record_with_one_bad_checkpoint_is_reported_and_not_acted_on(
+    s3: S3Server, s3_bucket: str
+) -> None:
+    """Recovery reads batch records as it reads a single checkpoint's: one naming a key
+    outside its checkpoint, or too many checkpoints, is left whole (nothing of it deleted)."""
+    seeded(s3, s3_bucket, [*shards(1), *shards(2)])
+    good = deleting.DeleteIntent("run/step-1", "run", "step-1", shards(1), 0)
+    hostile = deleting.DeleteIntent("run/step-2", "run", "step-2", [NEIGHBOURS[0]], 0)
+    folder = f"store/.ckpt-tui/{DELETES}"
+    s3.put(s3_bucket, f"{folder}/a.json", msgspec.json.encode(BatchIntent([good, hostile])))
+    many = BatchIntent([good] * (deleting.RECORD_CHECKPOINTS + 1))
+    s3.put(s3_bucket, f"{folder}/b.json", msgspec.json.encode(many))
+    place = bucket_place(s3.endpoint, s3_bucket)
+    recovery = BucketDeleter(place, clock=LATER).recover()
+    assert recovery.finished == []
+    assert len(recovery.problems) == 2
+    assert "a.json was not acted on" in recovery.problems[0]
+    assert "outside it" in recovery.problems[0]
+    assert "names 1,001 checkpoints" in recovery.problems[1]
+    assert s3.keys(s3_bucket, "store/run/step-1/") == shards(1)
+    assert len(records(s3, s3_bucket)) == 2
