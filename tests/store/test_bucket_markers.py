@@ -89,8 +89,9 @@ def test_a_batch_of_checkpoints_in_a_folder_of_markers_is_deleted(
     with run_server(faults) as endpoint:
         location = parse_location(f"s3://{s3_bucket}/team", endpoint=endpoint)
         assert location is not None
-        opening = BucketStore.open_bucket(ObjectStorage.open(location), LATER, settle_seconds=0)
-        with opening as store:
+        store = BucketStore.open_bucket(ObjectStorage.open(location), LATER, settle_seconds=0)
+        assert isinstance(store, BucketStore)
+        with store:
             before = sorted(listing(store))
             faults.requests.clear()
             keys = [("trainer", f"weights/checkpoint-{step}") for step in (100, 200)]
