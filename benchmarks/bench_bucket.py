@@ -24,9 +24,11 @@ frame (the app's first screen with text, bench_start.screen_times) and to the co
 
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
-Prints the checkpoints and objects deleted, objects deleted per second, and the requests the
-proxy saw by kind: DeleteObjects batches, lists, PUTs (intent records), the rest; the target is
-batches, not one request per object. `--only-prune` skips the listings.
+Prints the checkpoints and objects deleted, objects deleted per second (over the whole command,
+and over its deleting part: from the first PUT, an intent record, to the last DeleteObjects),
+and the requests the proxy saw by kind: DeleteObjects batches, lists, PUTs (intent records),
+GETs (the open reading file starts), the rest; the target is batches, not one request per
+object. `--only-prune` skips the listings.
 """
 
 from __future__ import annotations
@@ -141,9 +143,14 @@ class CountingProxy(LatencyProxy):
     def __init__(self, upstream_port: int, latency: float) -> None:
         super().__init__(upstream_port, latency)
         self.counts: dict[str, int] = {}
+        self.first_put: float | None = None
+        self.last_delete: float | None = None
+        """When the first PUT (prune's first intent record) and the last DeleteObjects
+        arrived (perf_counter): the deleting part of a prune, without its open."""
 
     def reset(self) -> None:
         self.counts = {}
+        self.first_put = self.last_delete = None
 
     def count(self, data: bytes) -> None:
         line = data.split(b"\r\n", 1)[0].decode("latin-1")
@@ -158,6 +165,10 @@ class CountingProxy(LatencyProxy):
         else:
             kind = method
         self.counts[kind] = self.counts.get(kind, 0) + 1
+        if kind == "PUT" and self.first_put is None:
+            self.first_put = time.perf_counter()
+        elif kind == "DeleteObjects":
+            self.last_delete = time.perf_counter()
 
     async def _pipe(  # type: ignore[no-untyped-def]
         self, reader, writer, delay: float
@@ -236,6 +247,11 @@ def bench_prune(
     batches = counts.get("DeleteObjects", 0)
     print(f"  {total:,} requests: {kinds}; {batches / max(objects, 1):.3f} DeleteObjects "
           f"and {total / max(objects, 1):.2f} requests per object deleted")  # fmt: skip
+    if proxy.first_put is not None and proxy.last_delete is not None:
+        phase = max(proxy.last_delete - proxy.first_put, 1e-9)
+        print(f"  deleting, from the first PUT (an intent record) to the last DeleteObjects: "
+              f"{phase:.1f} s, {objects / phase:,.0f} objects/s (the rest: opening the "
+              "bucket and planning)")  # fmt: skip
 
 
 def main() -> None:

@@ -144,7 +144,7 @@ def test_a_record_past_its_bounds_is_reported_not_acted_on(
     planted(s3, s3_bucket, record)
     assert "more than 2" in recovered(place).problems[0]
     monkeypatch.undo()
-    monkeypatch.setattr(deleting, "MAX_INTENT_BYTES", 100)
+    monkeypatch.setattr(intent, "MAX_INTENT_BYTES", 100)
     assert "more than a store document can be (100)" in recovered(place).problems[0]
     monkeypatch.undo()
     planted(s3, s3_bucket, msgspec.structs.replace(record, keys=[keys[0], *keys]))

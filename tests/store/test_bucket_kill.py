@@ -15,12 +15,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
 from ckpt_tui.locations import parse_location
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.bucket.deleting import BucketDeleter
+from ckpt_tui.store.bucket.intent import BatchIntent
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.meta import Row
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
@@ -44,9 +46,11 @@ GUARD = 120.0
 
 
 @contextmanager
-def child(endpoint: str, bucket: str, stop_after: int) -> Iterator[subprocess.Popen[str]]:
+def child(
+    endpoint: str, bucket: str, stop_after: int, checkpoints: str = "run/step-10"
+) -> Iterator[subprocess.Popen[str]]:
     command = [sys.executable, "-m", "tests.support.bucket_delete_child"]
-    args = [endpoint, bucket, "run/step-10", "8", str(stop_after)]
+    args = [endpoint, bucket, checkpoints, "8", str(stop_after)]
     process = subprocess.Popen(
         [*command, *args],
         cwd=ROOT,
@@ -147,6 +151,56 @@ def test_a_kill_while_a_batch_is_answered_loses_nothing_and_the_next_open_finish
             faults.hold_delete_answers.set()
     assert s3.keys(s3_bucket, "store/run/step-10/") == DOOMED[8:]
     finished_at_next_open(s3, s3_bucket)
+
+
+def test_a_kill_inside_a_batch_of_checkpoints_loses_nothing_and_the_next_open_finishes_it(
+    s3: S3Server, s3_bucket: str
+) -> None:
+    """Three checkpoints deleted as one batch (one record naming the keys of all three,
+    DeleteObjects of 8 keys spanning them), killed after two of its nine requests."""
+    seeded(s3, s3_bucket)
+    batch = {
+        "run/step-10": DOOMED,
+        "run/step-20": [f"store/run/step-20/shard-{n:03}" for n in range(12)],
+        "run/step-30": [f"store/run/step-30/shard-{n:03}" for n in range(12)],
+    }
+    for key in batch["run/step-20"] + batch["run/step-30"]:
+        s3.put(s3_bucket, key, b"weights")
+    doomed = sorted(key for keys in batch.values() for key in keys)
+    with child(s3.endpoint, s3_bucket, 2, ",".join(batch)) as process:
+        wait_for(process, "intent")
+        wait_for(process, "batch")
+        wait_for(process, "batch")
+        killed(process)
+    assert [k for k in s3.keys(s3_bucket) if ".ckpt-tui" not in k] == sorted(KEPT + doomed[16:])
+    (record,) = s3.keys(s3_bucket, "store/.ckpt-tui/deletes/")
+    body = s3.client.get_object(Bucket=s3_bucket, Key=record)["Body"].read()
+    intents = msgspec.json.decode(body, type=BatchIntent).batch
+    assert [(i.checkpoint, i.keys) for i in intents] == list(batch.items())
+
+    location = parse_location(f"s3://{s3_bucket}/store", endpoint=s3.endpoint)
+    assert location is not None
+    browsing = BucketStore.open_bucket(ObjectStorage.open(location), SystemClock(), readonly=True)
+    with browsing:  # read-only: each checkpoint of the batch said waiting
+        assert browsing.recovery_problems == [
+            f"an interrupted delete of {name} is waiting in s3://{s3_bucket}/store: open the "
+            "store writable to finish it"
+            for name in batch
+        ]
+    place = bucket_place(s3.endpoint, s3_bucket)
+    later = FixedClock(SystemClock().now() + timedelta(days=1))
+    recovery = BucketDeleter(place, BucketMeta(place, False, 0), clock=later).recover()
+    assert [(o.checkpoint, o.done, len(o.deleted)) for o in recovery.finished] == [
+        ("run/step-10", True, 40 - 16),
+        ("run/step-20", True, 12),
+        ("run/step-30", True, 12),
+    ]
+    assert recovery.problems == []
+    assert s3.keys(s3_bucket) == sorted(
+        [*KEPT, "store/.ckpt-tui/meta.json", "store/.ckpt-tui/store.json"]
+    )
+    rows = BucketMeta(place, True, 0).rows()
+    assert [(r.checkpoint_id, r.public) for r in rows] == [("weights/step-100", True)]
 
 
 def test_kill_9_of_serve_during_a_bulk_delete_loses_nothing_and_the_next_open_finishes(

@@ -12,6 +12,8 @@ from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
 
 LATER = FixedClock(SystemClock().now() + timedelta(days=1))
@@ -71,3 +73,33 @@ def test_folder_markers_are_folders_and_a_checkpoint_holding_them_is_deleted(
         assert store.problems().complete
     left = [key for key in s3.keys(s3_bucket) if ".ckpt-tui" not in key]
     assert left == markers  # obstore cannot address a key ending in "/": they stay, empty
+
+
+def test_a_batch_of_checkpoints_in_a_folder_of_markers_is_deleted(
+    tmp_path: Path, s3: S3Server, s3_bucket: str
+) -> None:
+    """Two checkpoints side by side deleted as one batch, through one listing of their
+    folder before and one after (the proxy counts them): the markers in it (the folder's,
+    each checkpoint's, an empty folder's inside one) are folders there too, and no object of
+    the other layouts goes."""
+    s3.upload(s3_bucket, "team", some_layouts(tmp_path / "box"))
+    markers = with_markers(s3, s3_bucket)
+    others = [k for k in s3.keys(s3_bucket) if "/trainer/" not in k and k not in markers]
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as endpoint:
+        location = parse_location(f"s3://{s3_bucket}/team", endpoint=endpoint)
+        assert location is not None
+        store = BucketStore.open_bucket(ObjectStorage.open(location), LATER, settle_seconds=0)
+        assert isinstance(store, BucketStore)
+        with store:
+            before = sorted(listing(store))
+            faults.requests.clear()
+            keys = [("trainer", f"weights/checkpoint-{step}") for step in (100, 200)]
+            assert store.delete_checkpoints(keys) == [None, None]
+            listed = faults.listed()
+            after = sorted(listing(store))
+            assert store.problems().complete
+    assert listed == ["team/trainer/"] * 2
+    assert len(before) == 4
+    assert after == [path for path in before if "/weights/checkpoint-" not in path]
+    assert [k for k in s3.keys(s3_bucket) if k not in markers and ".ckpt-tui" not in k] == others

@@ -1,6 +1,8 @@
-"""A process that deletes one checkpoint from a bucket, for tests that kill it half-way.
+"""A process that deletes checkpoints from a bucket, for tests that kill it half-way.
 
-    python -m tests.support.bucket_delete_child ENDPOINT BUCKET CHECKPOINT BATCH_KEYS STOP_AFTER
+    python -m tests.support.bucket_delete_child ENDPOINT BUCKET CHECKPOINTS BATCH_KEYS STOP_AFTER
+
+CHECKPOINTS is one name (`run/step-10`) or several joined by commas: deleted as one batch.
 
 It prints a line after each step of the delete (`intent`, `batch`) and, after STOP_AFTER
 batches (0: never), waits for stdin to close: the test kills it with SIGKILL meanwhile.
@@ -11,13 +13,13 @@ from __future__ import annotations
 import sys
 from datetime import timedelta
 
-from ckpt_tui.store.bucket.deleting import BucketDeleter
+from ckpt_tui.store.bucket.deleting import BucketDeleter, DeleteAsk, DeleteOutcome
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support.bucket_places import bucket_place
 
 
-def main(endpoint: str, bucket: str, checkpoint: str, batch_keys: str, stop_after: str) -> None:
+def main(endpoint: str, bucket: str, checkpoints: str, batch_keys: str, stop_after: str) -> None:
     place = bucket_place(endpoint, bucket)
     later = FixedClock(SystemClock().now() + timedelta(days=1))  # every object has settled
     engine = BucketDeleter(
@@ -33,9 +35,13 @@ def main(endpoint: str, bucket: str, checkpoint: str, batch_keys: str, stop_afte
             sys.stdin.read()  # the test kills the process here
 
     engine.step_hook = report
-    run_id, name = checkpoint.split("/")
-    outcome = engine.delete(checkpoint, run_id, f"weights/{name}")  # the walk's ids
-    print("done" if outcome.done else "not done", flush=True)
+    names = checkpoints.split(",")
+    asks = [  # the walk's ids: a checkpoint folder of weights is `weights/<name>`
+        DeleteAsk(name, name.split("/")[0], f"weights/{name.split('/')[1]}") for name in names
+    ]
+    outcomes = engine.delete_batch(asks)
+    done = all(isinstance(o, DeleteOutcome) and o.done for o in outcomes)
+    print("done" if done else "not done", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ faults a real server can have:
         faults.refuse_delete = "locked"           # DeleteObjects answers an <Error> for keys
                                                   # containing "locked" (and keeps them)
         faults.extra_listed_key = "store/x/y"     # every ListObjectsV2 answer also names this
+        faults.extra_listed_for = "store/a/"      # ... only the listings of this prefix
         faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
                                                   # waits for the event (`delete_done` is set)
         faults.backdate = True                    # objects' times answered as in 2020 (a
@@ -16,7 +17,8 @@ faults a real server can have:
         faults.refuse_listing = "runs%2F"         # a ListObjectsV2 whose query contains it
                                                   # answers 403 AccessDenied
 
-`requests` logs `(method, path, query)` of every request forwarded.
+`requests` logs `(method, path, query)` of every request forwarded; `listed()` gives the
+prefixes of the ListObjectsV2 requests among them, in order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import hashlib
 import re
 import threading
 from typing import Any
+from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 import httpx
@@ -49,12 +52,21 @@ class S3Faults:
         self.ignore_conditions = False
         self.refuse_delete: str | None = None
         self.extra_listed_key: str | None = None
+        self.extra_listed_for: str | None = None
         self.hold_delete_answers: threading.Event | None = None
         self.delete_done = threading.Event()
         self.backdate = False
         self.endless_listing = False
         self.refuse_listing: str | None = None
         self.requests: list[tuple[str, str, str]] = []
+
+    def listed(self) -> list[str]:
+        """The prefix of each ListObjectsV2 request forwarded, in order."""
+        return [
+            _prefix(query)
+            for method, _, query in self.requests
+            if method == "GET" and "list-type=2" in query
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -96,7 +108,7 @@ class S3Faults:
                 await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
         if refused:
             content = _with_errors(content, refused)
-        if method == "GET" and "list-type=2" in query and self.extra_listed_key:
+        if listing and self.extra_listed_key and self.extra_listed_for in (None, _prefix(query)):
             content = _with_listed(content, self.extra_listed_key)
         if endless:
             content = _endless_page(content)
@@ -105,6 +117,10 @@ class S3Faults:
                 b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
             )
         await _answer(send, answer, content, self.backdate)
+
+
+def _prefix(query: str) -> str:
+    return parse_qs(query).get("prefix", [""])[0]
 
 
 _DENIED = b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"

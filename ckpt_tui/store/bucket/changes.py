@@ -1,21 +1,28 @@
-"""A bucket store's deletes: one checkpoint asked for by name, the expiry sweep, and at open
+"""A bucket store's deletes: checkpoints asked for by name, the expiry sweep, and at open
 the interrupted deletes finished (`deleting.py` does the work on the objects).
 
-A delete asked for by name deletes the objects outside the store's lock (`claim`, then
-`delete_objects`, then `forget` under the lock again), so deletes sent side by side (`prune`)
-wait on the network side by side; every other method runs under the lock. A delete that did
-not finish (a key the bucket
-refused, an object written meanwhile) answers an error naming what happened, and the store
-looks at the bucket again so its lists show what is left.
+Checkpoints are deleted in batches: the deletes asked for together (the server gathers them)
+are one batch of `deleting.py`'s (one intent record, DeleteObjects spanning checkpoints).
+A batch asked for by name deletes the objects outside the store's lock (`claim`, then
+`delete_objects`, then `forget` under the lock again), so batches sent side by side wait on
+the network side by side; every other method runs under the lock. A delete that did not
+finish (a key the bucket refused, an object written meanwhile) answers an error naming what
+happened, and the store looks at the bucket again so its lists show what is left.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, key_of
-from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter, DeleteOutcome, Recovery
+from ckpt_tui.store.bucket.deleting import (
+    DELETES,
+    BucketDeleter,
+    DeleteAsk,
+    DeleteOutcome,
+    Recovery,
+)
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import META_FOLDER, BucketPlace
 from ckpt_tui.store.bucket.tree import join
@@ -26,6 +33,10 @@ from ckpt_tui.store.meta import Key
 from ckpt_tui.timekeeping.clock import Clock
 
 logger = logging.getLogger("ckpt_tui.store")
+
+Deleted = DeleteOutcome | StoreError | None
+"""What the objects' part of one checkpoint's delete did: its outcome, a refusal (nothing of
+it changed), or None when it had no objects."""
 
 
 class BucketChanges:
@@ -49,14 +60,27 @@ class BucketChanges:
         self.recovery = Recovery()
         """What the open found of interrupted deletes (finished, or why not)."""
 
-    def delete(self, entry: CheckpointEntry, touch: bool, rescan: Callable[[], None]) -> None:
-        """Delete `entry`'s objects, then forget it, all under the store's lock (the sweep)."""
-        self.claim(entry)
+    def delete(
+        self, entries: Sequence[CheckpointEntry], touch: bool, rescan: Callable[[], None]
+    ) -> list[Exception | None]:
+        """Delete `entries`' objects, then forget them, all under the store's lock (the
+        sweep); each one's error (None: deleted)."""
+        claimed: list[CheckpointEntry] = []
+        errors: dict[Key, Exception] = {}
+        for entry in entries:
+            try:
+                self.claim(entry)
+                claimed.append(entry)
+            except StoreError as exc:
+                errors[entry.key] = exc
         try:
-            outcome = self.delete_objects(entry)
+            outcomes = self.delete_objects(claimed)
         finally:
-            self.release(entry)
-        self.forget(entry, outcome, touch, rescan)
+            for entry in claimed:
+                self.release(entry)
+        forgotten = self.forget(claimed, outcomes, touch, rescan)
+        errors.update((e.key, error) for e, error in zip(claimed, forgotten, strict=True) if error)
+        return [errors.get(entry.key) for entry in entries]
 
     def claim(self, entry: CheckpointEntry) -> None:
         """Mark `entry` as being deleted (under the store's lock); ConflictError if it is."""
@@ -67,44 +91,67 @@ class BucketChanges:
     def release(self, entry: CheckpointEntry) -> None:
         self._deleting.discard(entry.key)
 
-    def delete_objects(self, entry: CheckpointEntry) -> DeleteOutcome | None:
-        """The objects' part of the delete (`deleting.py`): network work that needs no store
-        lock; None when the checkpoint has no objects. Refusals raise, having changed nothing
-        (a checkpoint still being written: ConflictError)."""
-        facts = entry.facts or {}
-        reason = facts.get("incomplete_reason", "still being written") if entry.incomplete else None
-        run_id, checkpoint_id = entry.key
-        try:
-            return self.deleter.delete(
-                checkpoint_name(self.place, entry.location),
-                run_id,
-                checkpoint_id,
-                incomplete_reason=reason,
-            )
-        except NotFoundError:
-            return None
+    def delete_objects(self, entries: Sequence[CheckpointEntry]) -> list[Deleted]:
+        """The objects' part of the deletes, one batch (`deleting.py`): network work that
+        needs no store lock. Each one's outcome; None when the checkpoint has no objects; a
+        refusal (nothing of it changed; still being written: ConflictError)."""
+        results: dict[int, Deleted] = {}
+        asks: dict[int, DeleteAsk] = {}
+        for n, entry in enumerate(entries):
+            facts = entry.facts or {}
+            reason = facts.get("incomplete_reason", "still being written")
+            run_id, checkpoint_id = entry.key
+            try:
+                name = checkpoint_name(self.place, entry.location)
+            except StoreError as exc:
+                results[n] = exc
+                continue
+            asks[n] = DeleteAsk(name, run_id, checkpoint_id, reason if entry.incomplete else None)
+        done = self.deleter.delete_batch(list(asks.values()))
+        for n, outcome in zip(asks, done, strict=True):
+            results[n] = None if isinstance(outcome, NotFoundError) else outcome
+        return [results[n] for n in range(len(entries))]
 
     def forget(
         self,
-        entry: CheckpointEntry,
-        outcome: DeleteOutcome | None,
+        entries: Sequence[CheckpointEntry],
+        outcomes: Sequence[Deleted],
         touch: bool,
         rescan: Callable[[], None],
-    ) -> None:
-        """Under the store's lock again: forget the checkpoint whose objects are gone, or look
-        at the bucket again and raise the error saying what happened."""
-        run_id, checkpoint_id = entry.key
-        if outcome is None or not outcome.done:
-            rescan()  # the lists show what is left
+    ) -> list[Exception | None]:
+        """Under the store's lock again: forget the checkpoints whose objects are gone (one
+        change), and, when any is not, look at the bucket again (its lists show what is
+        left); each one's error (None: deleted), saying what happened."""
+        errors: list[Exception | None] = []
+        gone: list[CheckpointEntry] = []
+        for entry, outcome in zip(entries, outcomes, strict=True):
+            run_id, checkpoint_id = entry.key
             if outcome is None:
-                raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
-            raise outcome.error()
-        run = self._ledger.index.runs.get(run_id)
-        current = None if run is None else run.checkpoints.get(checkpoint_id)
-        if current is None:
-            current = self._ledger.index.expired.get(entry.key)
-        if current is not None:  # a look meanwhile may have dropped it already
-            self._ledger.commit_delete(current, touch)
+                errors.append(
+                    NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+                )
+            elif isinstance(outcome, StoreError):
+                errors.append(outcome)
+            elif not outcome.done:
+                errors.append(outcome.error())
+            else:
+                errors.append(None)
+                gone.append(entry)
+        current = [found for entry in gone if (found := self._current(entry)) is not None]
+        if current:
+            self._ledger.commit_deletes(current, touch)
+        if any(o is None or (isinstance(o, DeleteOutcome) and not o.done) for o in outcomes):
+            try:
+                rescan()
+            except (StoreError, OSError) as exc:  # the others' answers stand: they are gone
+                logger.warning("looking at the bucket again after a delete failed: %s", exc)
+        return errors
+
+    def _current(self, entry: CheckpointEntry) -> CheckpointEntry | None:
+        """`entry` as the index holds it now (a look meanwhile may have dropped it)."""
+        run = self._ledger.index.runs.get(entry.key[0])
+        current = None if run is None else run.checkpoints.get(entry.key[1])
+        return current if current is not None else self._ledger.index.expired.get(entry.key)
 
     def unfinished(self, root: str) -> dict[str, str]:
         """The interrupted deletes the open did not finish, as problems (where -> why)."""

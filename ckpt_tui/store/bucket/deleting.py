@@ -1,60 +1,69 @@
-"""Deleting a checkpoint from a bucket: many objects, no rename, and a crash at any moment.
+"""Deleting checkpoints from a bucket: many objects, no rename, and a crash at any moment.
 
 A checkpoint is every object under `<prefix>/<checkpoint>/`, or, when there is none, the one
-object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete`:
+object `<prefix>/<checkpoint>` (a `torch.save` file). `BucketDeleter.delete_batch` deletes the
+checkpoints asked for together (`delete`: one):
 
-1. lists them (a failed list changes nothing), refuses any key not under the checkpoint's own
-   prefix plus `/`, and refuses a checkpoint still being written (an object newer than the
-   settle time, as `settle.py` judges files; or the layout's own signs, which discovery gives
-   as `incomplete_reason`);
-2. writes an intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key: the
-   confirmed set. Nothing outside it is ever deleted;
-3. deletes the keys in batches (one DeleteObjects request per `BATCH_KEYS` keys on S3), weight
-   files first (`_weights_first`);
-4. lists again: a key still there failed (with its batch's error), a key not in the record
-   appeared meanwhile and is left alone;
-5. once none of the keys is left, drops the checkpoint's metadata and then the record.
+1. lists them (checkpoints side by side in one folder through one listing of the folder,
+   `_look`; a failed list changes nothing; folder markers are folders, not objects), and
+   refuses, each alone while the others go ahead, a checkpoint whose listing failed, names a
+   key not under its own prefix plus `/`, whose record recovery would refuse (`intent.py`),
+   or that is still being written (an object newer than the settle time, as `settle.py`
+   judges files; or the layout's own signs, which discovery gives as `incomplete_reason`);
+2. writes ONE intent record, `<prefix>/.ckpt-tui/deletes/<id>.json`, naming every key of
+   every checkpoint going ahead: the confirmed set. Nothing outside it is ever deleted. (One
+   checkpoint's record is its `DeleteIntent`, as before batches; several: a `BatchIntent`);
+3. deletes the keys in batches spanning checkpoints (one DeleteObjects request per
+   `BATCH_KEYS` keys on S3; on `file://`, through folder descriptors, `local_delete`), every
+   weight file of the batch before any other file (`_weights_first`);
+4. lists again (as in 1): a key still there failed (with its batch's error) and fails only
+   its own checkpoint; a key not in the record appeared meanwhile and is left alone;
+5. drops the metadata of the checkpoints positively gone (listed again, nothing is under
+   their path; one write), then the record once no key of it failed.
 
 A delete killed half-way leaves its record: `recover` (at the next open) finishes it, acting
 only on the record's keys, and leaves alone a key rewritten after the delete was asked (newer
 than the newest object the delete saw). A record is hostile input (`intent.py`): one that is
 damaged, too long, names a path no layout keeps a checkpoint at, ids that are not that
 checkpoint's, a key outside its checkpoint, or a path that holds more than one checkpoint (a
-run), is reported and left as it is. Metadata is dropped only for a checkpoint positively gone:
-listed again, nothing is left under its path.
+run), for any checkpoint it names, is reported and left whole as it is.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
+from itertools import chain
 from typing import TYPE_CHECKING
 
-import msgspec
 import obstore
 from obstore.exceptions import BaseError
 from obstore.store import LocalStore
 
 from ckpt_tui.store.blobs.objects import every_object, reason
+from ckpt_tui.store.bucket.grouping import Want, by_folder, picked, split_listing
 from ckpt_tui.store.bucket.intent import (
     MAX_INTENT_BYTES,
+    MAX_INTENT_CHECKPOINTS,
     MAX_INTENT_KEYS,
     DeleteIntent,
     check_intent,
+    encoded,
     more_than_one_checkpoint,
+    read_intents,
     refuse_outside,
 )
 from ckpt_tui.store.bucket.local_delete import unlink_below
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
-from ckpt_tui.store.bucket.versioned import read_doc
 from ckpt_tui.store.discover import loose
 from ckpt_tui.store.errors import (
     ConflictError,
-    InvalidRequestError,
     NotFoundError,
     StorageFailedError,
     StoreError,
@@ -69,6 +78,38 @@ if TYPE_CHECKING:
 DELETES = "deletes"
 BATCH_KEYS = 1000
 """Keys per DeleteObjects request: S3's most."""
+RECORD_BYTES = MAX_INTENT_BYTES - 1024
+"""Bytes of checkpoints' records one batch record holds at most (room left for the
+`BatchIntent` around them): a bigger batch writes several records, each done in turn."""
+FOLDER_OBJECTS = 5000
+"""Objects a folder's listing may hold to stand for the listings of its checkpoints in a
+batch; a folder holding more (or whose listing failed) has each checkpoint listed alone."""
+LISTS_AT_ONCE = 16
+"""Listings of one batch sent side by side."""
+
+Found = dict[str, int] | StoreError
+"""A checkpoint's objects as a look found them (key -> last modified), or why not."""
+
+
+@dataclass(frozen=True)
+class DeleteAsk:
+    """One checkpoint asked to be deleted (`BucketDeleter.delete_batch`)."""
+
+    checkpoint: str
+    """Its name below the store's prefix (`run/step-10`)."""
+    run_id: str
+    checkpoint_id: str
+    incomplete_reason: str | None = None
+    """Why discovery found it incomplete (it is refused), or None."""
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A checkpoint going ahead: its record, what the first look found, the record's size."""
+
+    intent: DeleteIntent
+    found: dict[str, int]
+    size: int
 
 
 @dataclass
@@ -82,7 +123,7 @@ class DeleteOutcome:
     left: dict[str, str] = field(default_factory=dict)
     """Keys under the checkpoint not deleted on purpose (appeared or rewritten meanwhile)."""
     requests: int = 0
-    """Delete requests sent (batches)."""
+    """Delete requests (batches) that carried its keys."""
     problem: str | None = None
     """Why the delete is not finished although no key failed (e.g. the metadata write)."""
 
@@ -135,8 +176,10 @@ class BucketDeleter:
         self.batch_keys = max(1, min(batch_keys, BATCH_KEYS))
         self.step_hook: Callable[[str], None] | None = None
         """Called after the intent is written and after each batch: tests stop there."""
+        self._listed_alone: set[str] = set()
+        """Folders whose checkpoints are listed each alone (`_look_in`)."""
 
-    # --- one delete -------------------------------------------------------------------------
+    # --- deleting ---------------------------------------------------------------------------
     def delete(
         self,
         checkpoint: str,
@@ -145,106 +188,136 @@ class BucketDeleter:
         *,
         incomplete_reason: str | None = None,
     ) -> DeleteOutcome:
-        """Delete every object of `checkpoint` (see the module's docstring). Raises, having
-        changed nothing, for a refusal or a failed first list; otherwise returns what each key
-        did (`DeleteOutcome.done`, else `.error()`)."""
-        prefix = self.place.key(checked_rel(checkpoint))
-        if incomplete_reason is not None:
-            raise ConflictError(_still_written(checkpoint, incomplete_reason))
-        try:
-            found = self._list(prefix) or self._single(prefix)
-        except StoreError as exc:  # the same error, saying so
-            raise type(exc)(f"{exc}; nothing was deleted") from exc
-        if not found:
-            raise NotFoundError(f"checkpoint {checkpoint!r} has no objects in {self.place.name}")
-        newest_us = max(found.values())
-        settling = Settling(to_us(self.clock.now()), self.settle_us)
-        unsettled = unsettled_reason(newest_us, settling)
-        if unsettled is not None:
-            raise ConflictError(_still_written(checkpoint, unsettled))
-        intent = DeleteIntent(checkpoint, run_id, checkpoint_id, sorted(found), newest_us)
-        check_intent(self.place, intent)  # what recovery would refuse to finish is not begun
-        record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
-        self._write_intent(record, intent)
-        self._step("intent")
-        return self._finish(record, intent, found)
-
-    def _write_intent(self, record: str, intent: DeleteIntent) -> None:
-        data = msgspec.json.encode(intent)
-        if len(data) > MAX_INTENT_BYTES:
-            raise StorageFailedError(
-                f"refusing to delete {intent.checkpoint}: its delete record would be "
-                f"{len(data):,} bytes, more than {MAX_INTENT_BYTES:,}; nothing was deleted"
-            )
-        try:
-            obstore.put(self.place.store, record, data, use_multipart=False)
-        except (BaseError, OSError) as exc:
-            raise StorageFailedError(
-                f"deleting {intent.checkpoint} failed: its delete record could not be written "
-                f"to {self.place.name} ({reason(exc)}); nothing was deleted"
-            ) from exc
-
-    def _finish(self, record: str, intent: DeleteIntent, found: dict[str, int]) -> DeleteOutcome:
-        """Steps 3 to 5 for the keys of `intent` that `found` (a listing) still holds."""
-        outcome = DeleteOutcome(intent.checkpoint)
-        confirmed = set(intent.keys)
-        doomed = []
-        for key, modified_us in sorted(found.items()):
-            if key not in confirmed:
-                continue
-            if modified_us > intent.newest_us:
-                outcome.left[key] = "written again after the delete was asked"
-            else:
-                doomed.append(key)
-        errors = self._delete_batches(sorted(doomed, key=_weights_first), outcome)
-        try:
-            after = self._now_of(intent)
-        except StoreError as exc:  # a failed list, or a link or key outside found meanwhile
-            outcome.problem = f"the objects could not be listed again to check ({exc})"
-            return outcome
-        for key in doomed:
-            if key in after:
-                outcome.failed[key] = errors.get(key, "still listed after the server deleted it")
-            else:
-                outcome.deleted.append(key)
-        for key in sorted(set(after) - confirmed):
-            outcome.left[key] = "appeared while the checkpoint was being deleted"
-        if not outcome.failed:
-            self._forget(record, intent, outcome, gone=not after)
+        """Delete every object of `checkpoint`: `delete_batch` of one, its refusal raised."""
+        (outcome,) = self.delete_batch(
+            [DeleteAsk(checkpoint, run_id, checkpoint_id, incomplete_reason)]
+        )
+        if isinstance(outcome, StoreError):
+            raise outcome
         return outcome
 
-    def _delete_batches(self, keys: list[str], outcome: DeleteOutcome) -> dict[str, str]:
-        """Delete `keys` in batches; key -> its batch's error, for batches that raised."""
+    def delete_batch(self, asks: Sequence[DeleteAsk]) -> list[DeleteOutcome | StoreError]:
+        """Delete every object of each checkpoint asked for (see the module's docstring).
+        Returns each one's outcome in order: an error for a refusal or a failed first look
+        (nothing of it was deleted), else what each of its keys did (`DeleteOutcome.done`,
+        else `.error()`)."""
+        results: dict[int, DeleteOutcome | StoreError] = {}
+        going: dict[int, str] = {}
+        for n, ask in enumerate(asks):
+            try:
+                prefix = self.place.key(checked_rel(ask.checkpoint))
+                if ask.incomplete_reason is not None:
+                    raise ConflictError(_still_written(ask.checkpoint, ask.incomplete_reason))
+                if prefix in going.values():  # a record names a checkpoint once
+                    raise ConflictError(f"{ask.checkpoint} is asked twice in one batch")
+            except StoreError as exc:
+                results[n] = exc
+            else:
+                going[n] = prefix
+        looks = self._look(dict.fromkeys(going.values(), "either"))
+        settling = Settling(to_us(self.clock.now()), self.settle_us)
+        planned: dict[int, _Planned] = {}
+        for n, prefix in going.items():
+            try:
+                planned[n] = _planned(self.place, asks[n], looks[prefix], settling)
+            except StoreError as exc:
+                results[n] = exc
+        for numbers in _records(planned):
+            chosen = [planned[n] for n in numbers]
+            done = self._delete_recorded([p.intent for p in chosen], [p.found for p in chosen])
+            results.update(zip(numbers, done, strict=True))
+        return [results[n] for n in range(len(asks))]
+
+    def _delete_recorded(
+        self, intents: list[DeleteIntent], found: list[dict[str, int]]
+    ) -> list[DeleteOutcome | StoreError]:
+        """Steps 2 to 5 for checkpoints whose keys fit one record."""
+        record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
+        try:
+            obstore.put(self.place.store, record, encoded(intents), use_multipart=False)
+        except (BaseError, OSError, StoreError) as exc:
+            why = str(exc) if isinstance(exc, StoreError) else reason(exc)
+            return [
+                StorageFailedError(
+                    f"deleting {intent.checkpoint} failed: its delete record could not be "
+                    f"written to {self.place.name} ({why}); nothing was deleted"
+                )
+                for intent in intents
+            ]
+        self._step("intent")
+        return list(self._finish(record, intents, list(found)))
+
+    def _finish(
+        self, record: str, intents: list[DeleteIntent], found: list[Found]
+    ) -> list[DeleteOutcome]:
+        """Steps 3 to 5 for the keys of `intents` that `found` (a look at each) still holds."""
+        outcomes = [DeleteOutcome(intent.checkpoint) for intent in intents]
+        doomed: list[list[str]] = []
+        for intent, outcome, now in zip(intents, outcomes, found, strict=True):
+            if isinstance(now, StoreError):
+                outcome.problem = f"its objects could not be listed ({now})"
+                doomed.append([])
+            else:
+                doomed.append(_doomed(intent, now, outcome))
+        keys = sorted(set(chain.from_iterable(doomed)), key=_weights_first)
+        errors, requests = self._delete_batches(keys)
+        for outcome, keys_of_one in zip(outcomes, doomed, strict=True):
+            outcome.requests = sum(1 for sent in requests if not sent.isdisjoint(keys_of_one))
+        after = self._look({self.place.key(i.checkpoint): _after(self.place, i) for i in intents})
+        gone: list[bool] = []
+        for intent, outcome, keys_of_one in zip(intents, outcomes, doomed, strict=True):
+            now = after[self.place.key(intent.checkpoint)]
+            if outcome.problem is None:
+                _verified(intent, outcome, keys_of_one, now, errors)
+            gone.append(not isinstance(now, StoreError) and not now)
+        self._forget(record, intents, outcomes, gone)
+        return outcomes
+
+    def _delete_batches(self, keys: list[str]) -> tuple[dict[str, str], list[set[str]]]:
+        """Delete `keys` in batches, in their order: (key -> its batch's error, for batches
+        that raised or keys not deleted; the keys of each request sent)."""
         errors: dict[str, str] = {}
+        sent: list[set[str]] = []
+        local_root = _local_root(self.place)
         for start in range(0, len(keys), self.batch_keys):
             batch = keys[start : start + self.batch_keys]
-            outcome.requests += 1
-            local_root = _local_root(self.place)
+            sent.append(set(batch))
             if local_root is not None:  # file://: through folder descriptors, no link followed
                 errors.update(unlink_below(local_root, batch))
-                self._step("batch")
-                continue
-            try:
-                obstore.delete(self.place.store, batch)
-            except (BaseError, OSError) as exc:
-                errors.update(dict.fromkeys(batch, reason(exc)))
+            else:
+                try:
+                    obstore.delete(self.place.store, batch)
+                except (BaseError, OSError) as exc:
+                    errors.update(dict.fromkeys(batch, reason(exc)))
             self._step("batch")
-        return errors
+        return errors, sent
 
     def _forget(
-        self, record: str, intent: DeleteIntent, outcome: DeleteOutcome, *, gone: bool
+        self,
+        record: str,
+        intents: list[DeleteIntent],
+        outcomes: list[DeleteOutcome],
+        gone: list[bool],
     ) -> None:
-        """Step 5: the metadata of the checkpoint if it is `gone` (listed again, nothing is
-        under its path), then the record (kept if the metadata could not be written, so the
-        next open drops it)."""
+        """Step 5: the metadata of the checkpoints wholly `gone` (listed again, nothing is
+        under their path; one write), then the record once no key failed (kept if the
+        metadata could not be written, so the next open drops it)."""
+        dropped = [
+            (i.run_id, i.checkpoint_id)
+            for i, o, g in zip(intents, outcomes, gone, strict=True)
+            if o.done and g
+        ]
+        finished = all(not o.failed and o.problem is None for o in outcomes)
         try:
-            if self.meta is not None and gone and not outcome.left:
-                self.meta.apply(delete=[(intent.run_id, intent.checkpoint_id)])
-            obstore.delete(self.place.store, record)
+            if self.meta is not None and dropped:
+                self.meta.apply(delete=dropped)
+            if finished:
+                obstore.delete(self.place.store, record)
         except StoreError as exc:
-            outcome.problem = f"its metadata could not be dropped ({exc})"
+            _said([o for o in outcomes if o.done], f"its metadata could not be dropped ({exc})")
         except (BaseError, OSError) as exc:
-            outcome.problem = f"its delete record could not be removed ({reason(exc)})"
+            why = f"its delete record could not be removed ({reason(exc)})"
+            _said([o for o in outcomes if not o.failed and o.problem is None], why)
 
     # --- at open ----------------------------------------------------------------------------
     def pending(self) -> list[str]:
@@ -255,55 +328,101 @@ class BucketDeleter:
         """Finish every interrupted delete (read-only: report them); see the docstring."""
         recovery = Recovery()
         for record in self.pending():
-            intent = self._read_intent(record, recovery)
-            if intent is None:
-                continue
+            intents = self._read_intents(record, recovery)
             if readonly:
-                recovery.problems.append(
+                recovery.problems.extend(
                     f"an interrupted delete of {intent.checkpoint} is waiting in "
                     f"{self.place.name}: open the store writable to finish it"
+                    for intent in intents
                 )
-                continue
-            found = self._objects_of(intent, recovery, record)
-            if found is not None:
-                recovery.finished.append(self._finish(record, intent, found))
+            elif intents:
+                self._recover(record, intents, recovery)
         return recovery
 
-    def _read_intent(self, record: str, recovery: Recovery) -> DeleteIntent | None:
+    def _read_intents(self, record: str, recovery: Recovery) -> list[DeleteIntent]:
+        """The checkpoints `record` names (a single checkpoint's record or a batch's), or
+        none when it is gone or not to be acted on (said in `recovery`)."""
         try:
-            intent = read_doc(self.place, record, DeleteIntent, MAX_INTENT_BYTES).doc
-            if intent is None:
-                return None  # removed meanwhile: that delete was finished by someone else
-            check_intent(self.place, intent)
-        except (StoreError, InvalidRequestError) as exc:
+            return read_intents(self.place, record)
+        except StoreError as exc:  # InvalidRequestError is one too
             _not_acted_on(recovery, record, str(exc))
-            return None
-        return intent
+            return []
 
-    def _objects_of(
-        self, intent: DeleteIntent, recovery: Recovery, record: str
-    ) -> dict[str, int] | None:
-        """What is there now of the checkpoint a record deletes, as `_now_of`; None (and a
-        problem) when it is more than one checkpoint (`more_than_one_checkpoint`)."""
+    def _recover(self, record: str, intents: list[DeleteIntent], recovery: Recovery) -> None:
+        """Finish the delete `record` asked, unless a checkpoint it names is now more than one
+        checkpoint: then nothing of it is touched (said in `recovery`)."""
+        found: list[Found] = []
+        for intent in intents:
+            now = self._objects_of(intent)
+            if isinstance(now, str):
+                _not_acted_on(recovery, record, f"{intent.checkpoint}: {now}")
+                return
+            found.append(now)
+        recovery.finished.extend(self._finish(record, intents, found))
+
+    def _objects_of(self, intent: DeleteIntent) -> Found | str:
+        """What is there now of the checkpoint a record deletes (as the look after a delete
+        sees it, `_after`); why not to act on it, when the objects under its path are more
+        than one checkpoint (`more_than_one_checkpoint`). Each listed alone: the walk needs
+        what the listing says of each object, and recovery is rare."""
         prefix = self.place.key(intent.checkpoint)
-        if intent.keys == [prefix]:
-            return self._now_of(intent)
-        listed = self._listed(prefix)
+        try:
+            if _after(self.place, intent) == "file":
+                return {**self._single(prefix), **self._list(prefix)}
+            listed = self._listed(prefix)
+        except StoreError as exc:
+            return exc
         why = more_than_one_checkpoint(self.place, intent.checkpoint, listed)
         if why is not None:
-            _not_acted_on(recovery, record, f"{intent.checkpoint}: {why}")
-            return None
+            return why
         return {key: _us(meta["last_modified"]) for key, meta in listed.items()}
 
     # --- listing ----------------------------------------------------------------------------
-    def _now_of(self, intent: DeleteIntent) -> dict[str, int]:
-        """What is there now of the checkpoint `intent` deletes (its keys, or ones added);
-        for a single file, also anything under its name plus `/` (a folder of that name is
-        not gone because the file is)."""
-        prefix = self.place.key(intent.checkpoint)
-        if intent.keys == [prefix]:
-            return {**self._single(prefix), **self._list(prefix)}
-        return self._list(prefix)
+    def _look(self, wants: dict[str, Want]) -> dict[str, Found]:
+        """What `wants` asks of each checkpoint prefix, side by side: the checkpoints of one
+        folder (two or more) through one listing of it, the others each alone."""
+        jobs: list[Callable[[], dict[str, Found]]] = []
+        for folder, prefixes in by_folder(wants).items():
+            if folder and len(prefixes) > 1 and folder not in self._listed_alone:
+                jobs.append(partial(self._look_in, folder, prefixes, wants))
+            else:
+                jobs.extend(partial(self._looks_alone, [prefix], wants) for prefix in prefixes)
+        if len(jobs) == 1:
+            return jobs[0]()
+        looks: dict[str, Found] = {}
+        with ThreadPoolExecutor(min(LISTS_AT_ONCE, max(1, len(jobs)))) as pool:
+            for done in pool.map(lambda job: job(), jobs):
+                looks.update(done)
+        return looks
+
+    def _look_in(
+        self, folder: str, prefixes: list[str], wants: dict[str, Want]
+    ) -> dict[str, Found]:
+        """The checkpoints at `prefixes` through one listing of `folder`; each alone when
+        that listing fails or holds more than `FOLDER_OBJECTS` (and from then on: a crowded
+        folder is not listed again for every batch)."""
+        try:
+            children = split_listing(folder, self._list(folder, FOLDER_OBJECTS))
+        except StoreError:
+            self._listed_alone.add(folder)
+            return self._looks_alone(prefixes, wants)
+        return {prefix: picked(children, prefix, wants[prefix]) for prefix in prefixes}
+
+    def _looks_alone(self, prefixes: list[str], wants: dict[str, Want]) -> dict[str, Found]:
+        """What `wants` asks of each checkpoint at `prefixes`, from its own listing (or a
+        HEAD of the object of its name)."""
+        looks: dict[str, Found] = {}
+        for prefix in prefixes:
+            want = wants[prefix]
+            try:
+                under = self._list(prefix)
+                if want == "file":
+                    looks[prefix] = {**self._single(prefix), **under}
+                else:
+                    looks[prefix] = under or ({} if want == "folder" else self._single(prefix))
+            except StoreError as exc:
+                looks[prefix] = exc
+        return looks
 
     def _single(self, key: str) -> dict[str, int]:
         """{key: last modified} of the one object `key`, or {} when there is none."""
@@ -318,17 +437,16 @@ class BucketDeleter:
         _refuse_links(self.place, [key])
         return {key: _us(found["last_modified"])}
 
-    def _list(self, prefix: str) -> dict[str, int]:
+    def _list(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
-        return {key: _us(meta["last_modified"]) for key, meta in self._listed(prefix).items()}
+        listed = self._listed(prefix, most)
+        return {key: _us(meta["last_modified"]) for key, meta in listed.items()}
 
-    def _listed(self, prefix: str) -> dict[str, ObjectMeta]:
-        """key -> what the listing says of every object under `prefix` + `/`."""
-        try:  # bounded: more objects than one checkpoint has, or pages without end, fail
-            found = {
-                item["path"]: item
-                for item in every_object(self.place.store, prefix, MAX_INTENT_KEYS)
-            }
+    def _listed(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, ObjectMeta]:
+        """key -> what the listing says of every object under `prefix` + `/` (at most
+        `most`: more, or pages without end, fail), folder markers left out."""
+        try:
+            found = {item["path"]: item for item in every_object(self.place.store, prefix, most)}
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"listing {prefix} in {self.place.name} failed ({reason(exc)})"
@@ -352,6 +470,97 @@ class BucketDeleter:
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
             self.step_hook(name)
+
+
+def _planned(place: BucketPlace, ask: DeleteAsk, look: Found, settling: Settling) -> _Planned:
+    """The record to delete what `look` found of `ask`'s checkpoint; its refusal raised
+    (nothing of it is deleted)."""
+    if isinstance(look, StoreError):  # the same error, saying so
+        raise type(look)(f"{look}; nothing was deleted") from look
+    if not look:
+        raise NotFoundError(f"checkpoint {ask.checkpoint!r} has no objects in {place.name}")
+    newest_us = max(look.values())
+    unsettled = unsettled_reason(newest_us, settling)
+    if unsettled is not None:
+        raise ConflictError(_still_written(ask.checkpoint, unsettled))
+    keys = sorted(look)
+    intent = DeleteIntent(ask.checkpoint, ask.run_id, ask.checkpoint_id, keys, newest_us)
+    check_intent(place, intent)  # what recovery would refuse to finish is not begun
+    try:
+        size = len(encoded([intent]))
+    except StoreError as exc:
+        raise StorageFailedError(
+            f"refusing to delete {ask.checkpoint}: {exc}; nothing was deleted"
+        ) from None
+    return _Planned(intent, look, size)
+
+
+def _records(planned: dict[int, _Planned]) -> list[list[int]]:
+    """The checkpoints going ahead (by number) split into records of at most `RECORD_BYTES`
+    (a checkpoint with more has a record of its own), `MAX_INTENT_KEYS` keys (ditto) and
+    `MAX_INTENT_CHECKPOINTS` checkpoints."""
+    records: list[list[int]] = []
+    keys = size = 0
+    for n, plan in planned.items():
+        if (
+            not records
+            or len(records[-1]) >= MAX_INTENT_CHECKPOINTS
+            or keys + len(plan.intent.keys) > MAX_INTENT_KEYS
+            or size + plan.size + 1 > RECORD_BYTES
+        ):
+            records.append([])
+            keys = size = 0
+        records[-1].append(n)
+        keys += len(plan.intent.keys)
+        size += plan.size + 1  # and a comma
+    return records
+
+
+def _doomed(intent: DeleteIntent, found: dict[str, int], outcome: DeleteOutcome) -> list[str]:
+    """The keys of `intent` that `found` still holds, unless written again since (said in
+    `outcome.left`)."""
+    confirmed = set(intent.keys)
+    doomed = []
+    for key, modified_us in sorted(found.items()):
+        if key not in confirmed:
+            continue
+        if modified_us > intent.newest_us:
+            outcome.left[key] = "written again after the delete was asked"
+        else:
+            doomed.append(key)
+    return doomed
+
+
+def _verified(
+    intent: DeleteIntent,
+    outcome: DeleteOutcome,
+    doomed: list[str],
+    after: Found,
+    errors: dict[str, str],
+) -> None:
+    """Step 4 for one checkpoint: what the look `after` the batches says of each key."""
+    if isinstance(after, StoreError):  # a failed list, or a link or key outside found meanwhile
+        outcome.problem = f"the objects could not be listed again to check ({after})"
+        return
+    for key in doomed:
+        if key in after:
+            outcome.failed[key] = errors.get(key, "still listed after the server deleted it")
+        else:
+            outcome.deleted.append(key)
+    for key in sorted(set(after) - set(intent.keys)):
+        outcome.left[key] = "appeared while the checkpoint was being deleted"
+
+
+def _after(place: BucketPlace, intent: DeleteIntent) -> Want:
+    """What to look at of `intent`'s checkpoint once the delete began: the one object of
+    its name (and anything under its name plus `/`: a folder of that name is not gone
+    because the file is) when that is what it deleted, else the objects under it."""
+    return "file" if intent.keys == [place.key(intent.checkpoint)] else "folder"
+
+
+def _said(outcomes: list[DeleteOutcome], problem: str) -> None:
+    for outcome in outcomes:
+        outcome.problem = problem
 
 
 def _local_root(place: BucketPlace) -> str | None:
@@ -387,7 +596,9 @@ def _weights_first(key: str) -> tuple[bool, str]:
     """The order keys are deleted in: weight files (what the walk may take for checkpoints of
     their own) before the files that make a folder one checkpoint (configs, `.metadata`), so
     what a crash leaves is still that checkpoint, or no checkpoint at all: never what looks
-    like a run of several, which recovery refuses (`more_than_one_checkpoint`)."""
+    like a run of several, which recovery refuses (`more_than_one_checkpoint`). Sorted over a
+    whole batch, every weight file of every checkpoint goes before any config: each
+    checkpoint keeps that order whichever DeleteObjects request its keys fall in."""
     return (not loose.is_candidate(key.rpartition("/")[2]), key)
 
 

@@ -1,9 +1,14 @@
 """The record a bucket delete writes before its first key goes (`deleting.py`), and the checks
 that make a record read back from the bucket safe to act on.
 
+A record is one checkpoint's `DeleteIntent` or, for checkpoints deleted together, a
+`BatchIntent` of them; the checks below hold for each checkpoint it names, and one checkpoint
+failing them makes the whole record not acted on (`read_intents`).
+
 A record is hostile input: whoever can write to the bucket can write one, and the next open
 acts on it. So a delete only writes, and recovery only acts on, a record that
-- is at most MAX_INTENT_BYTES long and names at most MAX_INTENT_KEYS keys, each at most
+- is at most MAX_INTENT_BYTES long, names at most MAX_INTENT_CHECKPOINTS checkpoints, each
+  once, and for each at most MAX_INTENT_KEYS keys, each at most
   MAX_KEY_BYTES (S3's longest key);
 - names a checkpoint path some layout gives a checkpoint: inside the store, not its root, not
   its own documents, no `.` or `..`, no deeper than the walk goes (`checked_checkpoint`);
@@ -25,6 +30,7 @@ import msgspec
 from ckpt_tui.store.blobs.objects import ObjectStorage, entry_of, key_of
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, climbs
 from ckpt_tui.store.bucket.tree import ListedTree
+from ckpt_tui.store.bucket.versioned import read_doc
 from ckpt_tui.store.discover.walk import discover, keys_at
 from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.files import reading_from
@@ -42,6 +48,9 @@ MAX_KEY_BYTES = 1024
 """S3's longest key, in UTF-8 bytes."""
 MAX_INTENT_BYTES = 16 * 1024 * 1024
 """The longest record read back (100,000 keys of 150 bytes)."""
+MAX_INTENT_CHECKPOINTS = 1000
+"""Checkpoints one record names at most (the work of recovering it is bounded); a bigger
+batch writes several records."""
 
 
 class DeleteIntent(msgspec.Struct, frozen=True):
@@ -55,6 +64,58 @@ class DeleteIntent(msgspec.Struct, frozen=True):
     newest_us: int
     """The newest object's time (the server's clock): a key newer than this at recovery was
     written again after the delete was asked, and is not deleted."""
+
+
+class BatchIntent(msgspec.Struct, frozen=True):
+    """The record of checkpoints deleted together: one `DeleteIntent` each."""
+
+    batch: list[DeleteIntent]
+
+
+def encoded(intents: list[DeleteIntent]) -> bytes:
+    """The record of `intents`: one checkpoint's `DeleteIntent` (as before batches), else a
+    `BatchIntent`; StoreError when it is longer or names more checkpoints than one read back
+    may (`read_intents` would refuse it)."""
+    if not 0 < len(intents) <= MAX_INTENT_CHECKPOINTS:
+        raise StoreError(f"a record names 1 to {MAX_INTENT_CHECKPOINTS:,} checkpoints")
+    data = msgspec.json.encode(intents[0] if len(intents) == 1 else BatchIntent(intents))
+    if len(data) > MAX_INTENT_BYTES:
+        raise StoreError(
+            f"its delete record would be {len(data):,} bytes, more than {MAX_INTENT_BYTES:,}"
+        )
+    return data
+
+
+def read_intents(place: BucketPlace, record: str) -> list[DeleteIntent]:
+    """The checkpoints `record` names, each checked (`check_intent`): one (a single
+    checkpoint's record) or a batch's; none when it is gone (another finished it). StoreError
+    or InvalidRequestError when it is damaged, too long, names no checkpoint, more than
+    MAX_INTENT_CHECKPOINTS or one twice, or any of them fails its checks."""
+    raw = read_doc(place, record, msgspec.Raw, MAX_INTENT_BYTES).doc
+    if raw is None:
+        return []
+    try:
+        intents = [msgspec.json.decode(raw, type=DeleteIntent)]
+    except msgspec.ValidationError:  # a batch's record, or damaged
+        try:
+            intents = msgspec.json.decode(raw, type=BatchIntent).batch
+        except msgspec.ValidationError as exc:
+            raise StoreError(f"{place.name}: {record} is damaged ({exc})") from None
+    if not 0 < len(intents) <= MAX_INTENT_CHECKPOINTS:
+        raise StoreError(
+            f"it names {len(intents):,} checkpoints (1 to {MAX_INTENT_CHECKPOINTS:,} are "
+            "deleted together)"
+        )
+    if len({intent.checkpoint for intent in intents}) != len(intents):
+        raise StoreError("it names a checkpoint twice")
+    for intent in intents:
+        try:
+            check_intent(place, intent)
+        except StoreError as exc:  # InvalidRequestError is one too
+            if len(intents) == 1:
+                raise
+            raise type(exc)(f"{intent.checkpoint}: {exc}") from None
+    return intents
 
 
 def check_intent(place: BucketPlace, intent: DeleteIntent) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,6 +32,7 @@ from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.export import CheckpointFile
 from ckpt_tui.store.guard import Guard
+from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
 from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.settle import SETTLE_SECONDS
@@ -42,8 +42,6 @@ from ckpt_tui.store.times import to_us
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 
-DELETES_AT_ONCE = 32
-"""Deletes of one batch (`delete_checkpoints`) sent to the bucket side by side."""
 NO_FOLDER = Path("/dev/null/bucket-store")
 """The layout root of a bucket store: no file operation can succeed under it (ENOTDIR)."""
 
@@ -160,36 +158,43 @@ class BucketStore(Store):
         return self._changes.place_problem()
 
     def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
-        """Delete a checkpoint's objects (`deleting.py`, outside the store's lock: deletes
-        asked for side by side wait on the bucket side by side), then forget it."""
-        with self.guard.held():
-            self._writer.require_writable()
-            entry = self._watcher.live_entry(run_id, checkpoint_id)
-            self._changes.claim(entry)
-        try:
-            outcome = self._changes.delete_objects(entry)
-        finally:
-            with self.guard.lock:
-                self._changes.release(entry)
-        with self.guard.held(), storage_errors(f"deleting {entry.tinker_path}"):
-            self._changes.forget(entry, outcome, touch=True, rescan=self._watcher.scan_all)
+        """Delete a checkpoint's objects, then forget it: `delete_checkpoints` of one."""
+        (error,) = self.delete_checkpoints([(run_id, checkpoint_id)])
+        if error is not None:
+            raise error
 
     def delete_checkpoints(self, keys: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        """Each of `keys` deleted by `delete_checkpoint`, side by side (each waits on the
-        bucket, outside the store's lock); returns each one's error (None: deleted). The
-        server hands the DELETEs asked for together to this (`ckpt_tui.server.deletes`): they
-        must reach the bucket's delete, never the folder store's (`Store.delete_checkpoints`)."""
-
-        def one(key: tuple[str, str]) -> Exception | None:
-            try:
-                self.delete_checkpoint(*key)
-            except Exception as exc:  # this one's answer; the others' stand as they are
-                return exc
-            return None
-
-        workers = max(1, min(len(keys), DELETES_AT_ONCE))
-        with ThreadPoolExecutor(workers, thread_name_prefix="ckpt-tui-bucket-delete") as pool:
-            return list(pool.map(one, keys))
+        """Delete each (run_id, checkpoint_id) as one batch of the bucket's delete
+        (`deleting.py`: one intent record, DeleteObjects spanning checkpoints, one look to
+        verify), outside the store's lock: batches asked for side by side wait on the bucket
+        side by side. Returns each one's error (None: deleted); one failing (not found,
+        still being written, a key the bucket refused) changes nothing for the others. The
+        server hands the DELETEs asked for together to this (`ckpt_tui.server.deletes`)."""
+        errors: dict[int, Exception] = {}
+        entries: dict[int, CheckpointEntry] = {}
+        with self.guard.held():
+            self._writer.require_writable()
+            for n, (run_id, checkpoint_id) in enumerate(keys):
+                try:
+                    entry = self._watcher.live_entry(run_id, checkpoint_id)
+                    self._changes.claim(entry)
+                except StoreError as exc:
+                    errors[n] = exc
+                else:
+                    entries[n] = entry
+        batch = list(entries.values())
+        try:
+            outcomes = self._changes.delete_objects(batch)
+        finally:
+            with self.guard.lock:
+                for entry in batch:
+                    self._changes.release(entry)
+        with self.guard.held(), storage_errors(f"deleting {len(batch)} checkpoints"):
+            forgotten = self._changes.forget(
+                batch, outcomes, touch=True, rescan=self._watcher.scan_all
+            )
+        errors.update((n, e) for n, e in zip(entries, forgotten, strict=True) if e is not None)
+        return [errors.get(n) for n in range(len(keys))]
 
     def wait_for_purges(self) -> None:
         """Nothing is purged later: a bucket's delete is done when it answers."""
@@ -203,16 +208,13 @@ class BucketStore(Store):
             return self._sweep()
 
     def _sweep(self) -> list[str]:
-        removed: list[str] = []
         self._ledger.hide_expired()
-        expired = self._ledger.index.expired.values()
-        for entry in sorted(expired, key=lambda e: e.tinker_path):
-            try:
-                self._changes.delete(entry, touch=False, rescan=self._watcher.scan_all)
-            except StoreError:
-                continue  # hidden still; tried again at the next sweep
-            removed.append(entry.tinker_path)
-        return removed
+        expired = sorted(self._ledger.index.expired.values(), key=lambda e: e.tinker_path)
+        errors = self._changes.delete(expired, touch=False, rescan=self._watcher.scan_all)
+        # one that failed stays hidden; it is tried again at the next sweep
+        return [
+            entry.tinker_path for entry, error in zip(expired, errors, strict=True) if error is None
+        ]
 
     @property
     def url(self) -> str:
