@@ -132,7 +132,7 @@ PAGE_GAP = 0.01
 class PageSource:
     """Stands in for the REST client: hands out pages as the client's pager would."""
 
-    backend = Endpoint.remote("http://127.0.0.1:9")  # no project: every run is listed
+    endpoint = Endpoint.remote("http://127.0.0.1:9")  # no project: every run is listed
 
     def __init__(self, runs: list[TrainingRun], checkpoints: list[Checkpoint]) -> None:
         self.runs, self.checkpoints = runs, checkpoints
