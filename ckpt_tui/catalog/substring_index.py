@@ -2,8 +2,8 @@
 
 Each row's search text is lowercased once, on first use (or ahead of time, from a worker
 thread); a query then runs as C-level `map`/`compress` over those strings, with no Python
-call per row. While the user types, a query that contains the previous one only searches the
-previous matches.
+call per row. While the user types, a query that contains an earlier one only searches that
+one's matches, and a backspace finds its query's matches kept.
 
 Rows and texts are held in tuples, not lists: a tuple of untracked objects (strings, the
 catalog's rows, which are Structs with gc=False) drops out of Python's garbage collector after
@@ -19,6 +19,8 @@ from operator import contains
 from typing import Generic, TypeVar
 
 RowT = TypeVar("RowT")
+KEPT_QUERIES = 8
+"""How many of the last queries' matches an index keeps (each within the one before)."""
 
 
 class SubstringIndex(Generic[RowT]):
@@ -35,7 +37,9 @@ class SubstringIndex(Generic[RowT]):
         self._text = text
         self._lowercased = lowercased
         self._haystacks: tuple[str, ...] | None = None
-        self._last: tuple[str, tuple[RowT, ...], tuple[str, ...]] = ("", self.rows, ())
+        self._kept: list[tuple[str, tuple[RowT, ...], tuple[str, ...]]] = []
+        """The last queries' needles, matches and their texts, each needle within the next
+        (as typed): a backspace returns to one of them."""
 
     def haystacks(self) -> tuple[str, ...]:
         """Every row's lowercased text (safe to build ahead of time in another thread)."""
@@ -53,12 +57,15 @@ class SubstringIndex(Generic[RowT]):
         needle = query.strip().lower()
         if not needle:
             return self.rows
-        last_needle, rows, haystacks = self._last
-        if not (last_needle and last_needle in needle):
-            rows, haystacks = self.rows, self.haystacks()
+        within = [kept for kept in self._kept if kept[0] in needle]
+        if within and within[-1][0] == needle:  # a backspace, or the same text again
+            self._kept = within
+            return within[-1][1]
+        _, rows, haystacks = within[-1] if within else ("", self.rows, self.haystacks())
         hits = list(map(contains, haystacks, repeat(needle)))
         if False not in hits:  # the first letters of a filter often match every row
-            self._last = (needle, rows, haystacks)
-            return rows
-        self._last = (needle, tuple(compress(rows, hits)), tuple(compress(haystacks, hits)))
-        return self._last[1]
+            found = (needle, rows, haystacks)
+        else:
+            found = (needle, tuple(compress(rows, hits)), tuple(compress(haystacks, hits)))
+        self._kept = [*within, found][-KEPT_QUERIES:]
+        return found[1]

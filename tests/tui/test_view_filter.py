@@ -94,3 +94,15 @@ def test_an_index_drops_out_of_the_garbage_collector_and_shares_its_rows() -> No
     assert [row.name for row in index.matches("tinker://run-a")] == ["step-1", "step-2"]
     assert [row.name for row in index.matches("tinker://run-a/weights/step-2")] == ["step-2"]
     assert index.filter("") == list(index.rows)
+
+
+def test_a_backspace_finds_the_shorter_texts_matches_kept() -> None:
+    fleet = Fleet((backend("alpha", {"run-a": ["step-1", "step-2"], "run-b": ["final"]}),))
+    index = search_index(FleetCatalog(fleet).rows)
+    typed = index.matches("tinker://run-a")
+    assert [row.name for row in index.matches("tinker://run-a/weights/step-2")] == ["step-2"]
+    # Backspacing back to "tinker://run-a": its matches as they were kept, not a new search.
+    assert index.matches("tinker://run-a") is typed
+    assert [row.name for row in typed] == ["step-1", "step-2"]
+    assert [row.name for row in index.matches("final")] == ["final"]  # another text: all rows
+    assert [row.name for row in index.matches("tinker://run-a/")] == ["step-1", "step-2"]

@@ -59,6 +59,7 @@ from ckpt_tui.tui.screens.browse.policy_flow import (
 from ckpt_tui.tui.screens.browse.services import Services
 from ckpt_tui.tui.screens.browse.status_lines import HeaderLine, StatusLine
 from ckpt_tui.tui.view import render
+from ckpt_tui.tui.view.garbage import settle_garbage
 from ckpt_tui.tui.view.groups import BackendGroup, RunsEntry, entry_cells
 from ckpt_tui.tui.view.state import BrowseState, RunSort, SortedRows, next_metric
 from ckpt_tui.tui.view.status import StatusFacts, failed_text, marked_text
@@ -110,6 +111,8 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         super().__init__(services)
         self.metric_key: str | None = None
         self.sorted_rows = SortedRows()
+        self.last_filled: tuple[FleetCatalog | None, BrowseState] | None = None
+        """The catalog and choices the panes were last filled for."""
         self.folded: frozenset[str] = frozenset()
         """Backends whose runs the runs pane hides under their row."""
         self.changes = Changes(self)
@@ -267,6 +270,7 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         catalog = self.catalog
         if catalog is not None:
             self.sorted_rows.warm(catalog, self.state)
+            settle_garbage()  # the full collection now, not in the middle of a key press
 
     def poll_server(self) -> None:
         """Reload each backend that is not loading already."""
@@ -299,8 +303,18 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         now = self.services.clock.now()
         runs, checkpoints = self.runs_table, self.checkpoints_table
         priced = any(backend.rate is not None for backend in self.fleet.states)
+        same_look = self.only_the_filter_changed(catalog, state)
+        self.last_filled = (catalog, state)
         shown = show_panes(
-            runs, checkpoints, catalog, state, now, self.sorted_rows, self.size.width, priced
+            runs,
+            checkpoints,
+            catalog,
+            state,
+            now,
+            self.sorted_rows,
+            self.size.width,
+            priced,
+            same_look=same_look,
         )
         if self.several and runs.display:  # each backend's row, loaded or not
             show_groups(
@@ -311,6 +325,20 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         if catalog is not None:
             self.metric_key, self.view_counts = shown
         self.update_details()
+
+    def only_the_filter_changed(self, catalog: FleetCatalog | None, state: BrowseState) -> bool:
+        """Since the panes were last filled, only the filter's text changed (a key typed into
+        it): every row looks as it did. Anything else (a new catalog, an action's failure, a
+        resize, another sort or metric) draws the rows again."""
+        if self.last_filled is None:
+            return False
+        last_catalog, last_state = self.last_filled
+        text = state.filter_text
+        return (
+            last_catalog is catalog
+            and last_state.filter_text != text
+            and replace(last_state, filter_text=text) == state
+        )
 
     def update_details(self) -> None:
         if not self.is_showing:  # a metrics read (a thread) may end as the screen goes

@@ -118,7 +118,11 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         self._marks: set[Hashable] = set()
         self._sort_key: str | None = None
         self._sort_reverse = False
-        self._line_cache: LRUCache[tuple[int, int, bool, bool], Strip] = LRUCache(cache_size)
+        # Lines by the row drawn (its id: the entry holds the row, so the id is never another
+        # row's), not by its place: a filter that keeps the rows on screen draws none again.
+        self._line_cache: LRUCache[tuple[int, int, bool, bool], tuple[RowT, Strip]] = LRUCache(
+            cache_size
+        )
         self._styles: TableStyles | None = None
         self._widths: tuple[int, list[int]] = (-1, [])
         self._highlight_pending = False
@@ -165,17 +169,21 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         if not self._rows:
             self.refresh()
 
-    def set_rows(self, rows: Iterable[RowT]) -> None:
+    def set_rows(self, rows: Iterable[RowT], *, same_look: bool = False) -> None:
         """Replace all rows; O(n) with no per-row rendering.
 
         The cursor stays on the row with the same key when it is still present (and keeps its
         place on screen); otherwise it keeps its index, clamped to the new length.
+        `same_look`: every row looks as it did (only which rows show changed, as when a
+        filter is typed), so the lines already drawn for rows still shown are kept; by
+        default every line is drawn again (a row's cells may show more than the row).
         """
         old_row = self._rows[self._cursor] if 0 <= self._cursor < len(self._rows) else None
         old_key = self._key_at(self._cursor)
         screen_offset = self._cursor - round(self.scroll_y)
         self._rows = tuple(rows)
-        self._line_cache.clear()
+        if not same_look:
+            self._line_cache.clear()
         new_index = find_row(self._rows, old_row, hint=self._cursor)
         if new_index == NO_ROW:
             new_index = find_key(self._rows, self._row_key, old_key, hint=self._cursor)
@@ -306,15 +314,16 @@ class FastTable(ScrollView, Generic[RowT], can_focus=True):
         row = self._rows[index]
         marked = self._row_key(row) in self._marks
         is_cursor = index == self._cursor
-        cache_key = (index, width, is_cursor, marked)
-        strip = self._line_cache.get(cache_key)
-        if strip is None:
-            style_name = self._row_style(row) if self._row_style else None
-            look = RowLook(style_name, is_cursor, marked, self._mark_glyph)
-            widths = self._column_widths(width)
-            cells = self._row_renderer(row)
-            strip = render_row(cells, self._columns, widths, width, self._table_styles(), look)
-            self._line_cache.set(cache_key, strip)
+        cache_key = (id(row), width, is_cursor, marked)
+        cached = self._line_cache.get(cache_key)
+        if cached is not None:
+            return cached[1]
+        style_name = self._row_style(row) if self._row_style else None
+        look = RowLook(style_name, is_cursor, marked, self._mark_glyph)
+        widths = self._column_widths(width)
+        cells = self._row_renderer(row)
+        strip = render_row(cells, self._columns, widths, width, self._table_styles(), look)
+        self._line_cache.set(cache_key, (row, strip))
         return strip
 
     def _table_styles(self) -> TableStyles:

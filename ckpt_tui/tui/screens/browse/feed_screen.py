@@ -69,6 +69,9 @@ class FeedScreen(Screen[None]):
         self.last_shown = 0.0
         self.refresh_due = False
         """Pages arrived that the panes do not show yet (a refresh is scheduled)."""
+        self.complete_due = False
+        """A load ended while others still ran: the view is shown whole, and sorted and
+        indexed ahead of the keys, when none runs any more."""
         self.reported_problems: dict[str, set[str]] = {}
         self.feed = SnapshotFeed(services, self.post_message, lambda: self.fleet, self.row_cache_of)
 
@@ -122,6 +125,11 @@ class FeedScreen(Screen[None]):
         several = self.several
         progress = tuple((name if several else "", message.progress.get(name)) for name in names)
         self.refreshing, self.progress = not first, progress
+        if not message.loads and self.complete_due:
+            # A load counts as running until its latency is measured, after its BackendLoaded:
+            # the last backend to load may have found another one still "loading" then.
+            self.complete_due = False
+            self.show_complete(self.fleet)
 
     def first_loads(self) -> list[str]:
         """Backends loading with nothing to show yet: their pages fill in as they arrive."""
@@ -148,7 +156,9 @@ class FeedScreen(Screen[None]):
             # Others are still loading: the panes follow with their pages (each refresh sorts
             # every row shown), and the sorting ahead of the keys waits for the last one.
             self.follow(fleet)
+            self.complete_due = True
         else:
+            self.complete_due = False
             self.show_complete(fleet)
         if snapshot.complete:  # a partial list cannot tell what is gone
             self.drop_gone_marks(state.name, snapshot)

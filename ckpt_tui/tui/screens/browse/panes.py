@@ -88,11 +88,14 @@ def show_panes(
     sorted_rows: SortedRows,
     screen_width: int,
     priced: bool = False,
+    *,
+    same_look: bool = False,
 ) -> tuple[str | None, str]:
     """Fill both tables for `state`; the metric column's key and the status line's counts.
 
     With several backends the runs pane's rows come from `show_groups`; `priced`: some
-    backend has a storage rate (the runs pane shows costs).
+    backend has a storage rate (the runs pane shows costs); `same_look`: only the filter
+    changed since the last fill, so the checkpoints shown before keep their drawn lines.
     """
     runs_table.display = state.view == "runs"
     # A pane that was hidden (views 2 and 3) has no width until the next layout: the
@@ -126,7 +129,7 @@ def show_panes(
     measure = render.wanted_widths
     wants = measure(rows) if expiring else sorted_rows.widths(catalog, state, measure)
     set_columns(table, render.fit_columns(columns, width, drops, wants))
-    table.set_rows(rows)
+    table.set_rows(rows, same_look=same_look)
     table.set_sort_indicator(ordered_by, state.sort.reverse)
     return metric_key, counts_text(catalog, state, now, sorted_rows, rows)
 
