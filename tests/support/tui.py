@@ -158,7 +158,7 @@ def busy(app: App[Any]) -> bool:
         return isinstance(app, CkptApp)  # its browse screen is not up yet
     feed = feeds[0]
     loading = any(state.loading for state in feed.fleet.states)
-    return bool(feed.fetching) or feed.refresh_due or loading
+    return bool(feed.fetching) or feed.refresh_due or feed.complete_due or loading
 
 
 async def show_all_checkpoints(pilot: Pilot[None]) -> None:
