@@ -21,7 +21,6 @@ from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.bucket.read_cache import CACHE_VERSION, CachedRead, CacheFile, ReadCache
 from ckpt_tui.timekeeping.clock import FixedClock
-from tests.support import layouts as L
 from tests.support.bucket_tap import TappedBucket
 from tests.support.live_server import run_server
 from tests.support.s3_faults import S3Faults
@@ -36,13 +35,6 @@ def opened(url: str, clock: FixedClock) -> tuple[TappedBucket, dict[str, dict[st
     with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
         checkpoints, _ = store.list_checkpoints(0, 1000)
     return bucket, {c.tinker_path: dict(c.user_metadata or {}) for c in checkpoints}
-
-
-@pytest.fixture
-def trainer_bucket(tmp_path: Path, s3: S3Server, s3_bucket: str) -> str:
-    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
-    s3.upload(s3_bucket, "p", tmp_path)
-    return f"s3://{s3_bucket}/p"
 
 
 def test_a_second_open_reads_no_object_and_writes_nothing_to_the_bucket(

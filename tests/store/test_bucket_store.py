@@ -143,11 +143,9 @@ def test_a_safetensors_header_over_the_bound_is_refused_as_on_disk(
 
 
 def test_a_file_that_cannot_be_read_is_a_problem_and_its_checkpoint_stays_listed(
-    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+    trainer_bucket: str, clock: FixedClock
 ) -> None:
-    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
-    s3.upload(s3_bucket, "p", tmp_path)
-    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    bucket = TappedBucket.at(trainer_bucket)
     bucket.failing_keys = {"p/out/checkpoint-200/trainer_state.json"}
     with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
         found = listing(store)
@@ -160,11 +158,9 @@ def test_a_file_that_cannot_be_read_is_a_problem_and_its_checkpoint_stays_listed
 
 
 def test_a_listing_that_fails_later_keeps_what_was_known(
-    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+    trainer_bucket: str, clock: FixedClock
 ) -> None:
-    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
-    s3.upload(s3_bucket, "p", tmp_path)
-    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    bucket = TappedBucket.at(trainer_bucket)
     with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
         before = listing(store)
         bucket.failing_listing = True
@@ -187,11 +183,9 @@ def test_a_level_of_more_than_a_thousand_objects_is_listed_whole(
 
 
 def test_a_look_that_finds_every_object_as_it_was_reads_no_file_again(
-    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+    trainer_bucket: str, tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
 ) -> None:
-    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
-    s3.upload(s3_bucket, "p", tmp_path)
-    bucket = TappedBucket.at(f"s3://{s3_bucket}/p")
+    bucket = TappedBucket.at(trainer_bucket)
     with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
         before, reads = listing(store), len(bucket.reads)
         store.rescan()
