@@ -16,7 +16,7 @@ from ckpt_tui.store.bucket import BucketStore, deleting
 from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter, DeleteAsk, DeleteOutcome
 from ckpt_tui.store.bucket.intent import MAX_INTENT_CHECKPOINTS, BatchIntent, DeleteIntent
 from ckpt_tui.store.bucket.metadata import BucketMeta
-from ckpt_tui.store.errors import ConflictError, StorageFailedError, StoreError
+from ckpt_tui.store.errors import ConflictError, NotFoundError, StorageFailedError, StoreError
 from ckpt_tui.store.meta import Row
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
@@ -131,7 +131,10 @@ def test_the_store_answers_each_checkpoint_of_a_batch_with_its_own_outcome(
     assert "deleting trainer/checkpoint-200 is not finished" in str(refused)
     assert "AccessDenied" in str(refused)
     assert isinstance(missing, StoreError) and "checkpoint-7" in str(missing)
-    assert isinstance(twice, ConflictError)  # the same checkpoint twice in one batch
+    # the same checkpoint twice in one batch: the second as if asked after the first (as on a
+    # folder), which deleted it
+    assert isinstance(twice, NotFoundError)
+    assert str(twice) == "checkpoint 'weights/checkpoint-300' not found in run 'trainer'"
     assert listed == ["weights/checkpoint-200", "weights/checkpoint-400"]
     assert s3.keys(s3_bucket, "p/trainer/checkpoint-100/") == []
     assert s3.keys(s3_bucket, "p/trainer/checkpoint-200/") == [
