@@ -275,12 +275,24 @@ class BucketDeleter:
             if self.meta is not None and dropped:
                 self.meta.apply(delete=dropped)
             if finished:
-                obstore.delete(self.place.store, record)
+                self._remove_record(record)
         except StoreError as exc:
             _said([o for o in outcomes if o.done], f"its metadata could not be dropped ({exc})")
         except (BaseError, OSError) as exc:
             why = f"its delete record could not be removed ({reason(exc)})"
             _said([o for o in outcomes if not o.failed and o.problem is None], why)
+
+    def _remove_record(self, record: str) -> None:
+        """Remove a delete's record; on `file://` through folder descriptors, as the
+        checkpoint's files (`local_delete`): a link in its way (`.ckpt-tui` swapped for one)
+        is refused, never followed. OSError when it stays."""
+        local_root = _local_root(self.place)
+        if local_root is None:
+            obstore.delete(self.place.store, record)
+            return
+        refused = unlink_below(local_root, [record])
+        if refused:
+            raise OSError(refused[record])
 
     # --- at open ----------------------------------------------------------------------------
     def recover(self, *, readonly: bool = False) -> Recovery:
