@@ -9,6 +9,12 @@
   `--url` of `ckpt-tui serve /x` and `--local /x` are then one store too, and so are two
   URLs of one server (an SSH tunnel and its direct address).
 
+- A bucket (`--local s3://…`) is its location at its endpoint (`url_key`'s spelling): the
+  same location at the same endpoint, however spelled, is refused before anything opens. The
+  same location at two endpoints may be two stores (two servers) or one (a server and a proxy
+  in front of it): the store ids the opened stores report tell (`one_store_problem`), as for
+  two URLs of one server.
+
 - Nor may one local store's folder be inside another's (`nested_folders`): the outer store
   would see the inner one's files as its own, and a change through one would reach the
   other's checkpoints.
@@ -29,13 +35,14 @@ from ckpt_tui.client import ClientError
 from ckpt_tui.locations import PlaceKey, has_scheme, url_key
 
 
-def place_key(backend: Backend) -> PlaceKey:
-    """What `backend` is, as far as its description says (equal keys: one store)."""
+def place_key(backend: Backend, bucket_endpoint: str | None = None) -> PlaceKey:
+    """What `backend` is, as far as its description says (equal keys: one store); a bucket
+    with the endpoint named for it (None: the environment's or the cloud's own)."""
     folder = file_url_folder(backend)
     if folder is not None:
         return folder_key(folder)
-    if is_bucket(backend):
-        return ("bucket", backend.location)  # already spelled one way (`parse_location`)
+    if is_bucket(backend):  # the location is already spelled one way (`parse_location`)
+        return ("bucket", backend.location, url_key(bucket_endpoint) if bucket_endpoint else None)
     return folder_key(backend.location) if backend.is_local else url_key(backend.location)
 
 

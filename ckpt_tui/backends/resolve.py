@@ -302,7 +302,7 @@ def check_unique(setups: Sequence[Setup]) -> None:
         names[backend.name] = backend
         if setup.problem is not None:
             continue  # never opened (its error is shown instead), so it cannot act twice
-        place = place_key(backend)
+        place = place_key(backend, setup.endpoint.bucket_endpoint)
         if place in places:
             raise SetupError(same_place_message(places[place], backend))
         places[place] = backend

@@ -31,13 +31,23 @@ class DeleteQueue:
         self._waiting: list[tuple[str, str, asyncio.Future[None]]] = []
         self._drains: set[asyncio.Task[None]] = set()
 
+    @property
+    def waiting(self) -> int:
+        """DELETEs not taken into a batch yet."""
+        return len(self._waiting)
+
+    @property
+    def draining(self) -> int:
+        """Batches being done (or gathered): at most `MAX_BATCHES`."""
+        return sum(not drain.done() for drain in self._drains)
+
     async def delete(self, run_id: str, checkpoint_id: str) -> None:
         """Delete one checkpoint; raises what `Store.delete_checkpoint` would."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((run_id, checkpoint_id, done))
         # Count the drains still running: one that has just found nothing left is done but
         # stays in the set until its callback runs, and counted it left this one unserved.
-        if sum(not drain.done() for drain in self._drains) < MAX_BATCHES:
+        if self.draining < MAX_BATCHES:
             drain = asyncio.create_task(self._drain(), name="ckpt-tui-deletes")
             self._drains.add(drain)
             drain.add_done_callback(self._drains.discard)

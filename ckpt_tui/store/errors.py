@@ -9,6 +9,12 @@ class NotFoundError(StoreError):
     """No such run or checkpoint (HTTP 404)."""
 
 
+def checkpoint_not_found(run_id: str, checkpoint_id: str) -> NotFoundError:
+    """What a change of a checkpoint that is not there answers (also the second of a batch
+    naming one checkpoint twice: the first deleted it)."""
+    return NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+
+
 class ConflictError(StoreError):
     """The change conflicts with the current state, e.g. publishing a public checkpoint (409)."""
 

@@ -29,7 +29,11 @@ from msgspec import Raw
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.store import export
 from ckpt_tui.store.deleter import Deleter
-from ckpt_tui.store.errors import InvalidRequestError, NotFoundError, StoreError
+from ckpt_tui.store.errors import (
+    InvalidRequestError,
+    StoreError,
+    checkpoint_not_found,
+)
 from ckpt_tui.store.export import CheckpointFile
 from ckpt_tui.store.guard import Guard, locked
 from ckpt_tui.store.index import CheckpointEntry
@@ -385,7 +389,7 @@ class Store:
                     entry = self._watcher.live_entry(run_id, checkpoint_id, run_id not in checked)
                 checked.add(run_id)
                 if entry.key in leaving:  # as if done one by one: the first one deleted it
-                    raise NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
+                    raise checkpoint_not_found(run_id, checkpoint_id)
                 self._deleter.refuse_base_model(entry, leaving)
             except Exception as exc:  # this one's answer; the others' stand as they are
                 found.append(exc)

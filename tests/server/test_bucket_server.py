@@ -3,6 +3,7 @@ expiry sweep, --readonly, and prune with keep policies, against a real S3 server
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ import pytest
 from ckpt_tui.cli import main
 from ckpt_tui.locations import parse_location
 from ckpt_tui.server import create_app
+from ckpt_tui.server.deletes import DeleteQueue
+from ckpt_tui.store import Store
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
@@ -24,6 +27,7 @@ from tests.support import layouts as L
 from tests.support.live_server import run_server
 from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
+from tests.support.waiting import until
 
 API = "/api/v1/training_runs/trainer/checkpoints"
 C100, C200, C300 = (f"weights/checkpoint-{step}" for step in (100, 200, 300))
@@ -257,3 +261,46 @@ def test_a_delete_the_bucket_refuses_in_part_answers_what_happened(
         assert again.recovery_problems == []
     assert objects(s3, s3_bucket, 300) == []
     assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") == []
+
+
+async def twice_in_one_batch(
+    url: str, store: Store | BucketStore, queue: DeleteQueue
+) -> list[httpx.Response]:
+    """DELETE C100, C200, then C300 twice; the two of C300 reach the store in one batch: the
+    test holds the store's lock until the first two DELETEs hold both batches the server
+    does at once (`MAX_BATCHES`) and both of C300 wait for the next."""
+    async with httpx.AsyncClient(base_url=url + API, timeout=60) as client:
+        with store.guard.lock:
+            first = asyncio.create_task(client.delete(f"/{C100}"))
+            await until(lambda: queue.draining == 1 and queue.waiting == 0)
+            second = asyncio.create_task(client.delete(f"/{C200}"))
+            await until(lambda: queue.draining == 2 and queue.waiting == 0)
+            twice = [asyncio.create_task(client.delete(f"/{C300}")) for _ in range(2)]
+            await until(lambda: queue.waiting == 2)
+        return list(await asyncio.gather(first, second, *twice))
+
+
+@pytest.mark.parametrize("kind", ["folder", "bucket"])
+def test_a_checkpoint_named_twice_in_one_batch_is_deleted_once_then_not_found(
+    kind: str, box: str, later: FixedClock, tmp_path: Path, s3: S3Server, s3_bucket: str
+) -> None:
+    """As on a folder, the second DELETE of one checkpoint in a batch answers 404 (the first
+    deleted it), not 409; the other checkpoints of the batch are deleted."""
+    if kind == "bucket":
+        store: Store | BucketStore = opened(box, later)
+    else:
+        store = Store.open(tmp_path / "box", later, settle_seconds=0)
+    app = create_app(store, sweep_interval=None)
+    with store, run_server(app) as url:
+        answers = asyncio.run(twice_in_one_batch(url, store, app.state.deletes))
+        left = httpx.get(f"{url}{API}").json()["checkpoints"]
+    assert [answer.status_code for answer in answers[:2]] == [204, 204]
+    assert sorted(answer.status_code for answer in answers[2:]) == [204, 404]
+    missing = next(answer for answer in answers[2:] if answer.status_code == 404)
+    assert missing.json()["detail"] == f"checkpoint {C300!r} not found in run 'trainer'"
+    assert left == []
+    if kind == "bucket":
+        assert [objects(s3, s3_bucket, step) for step in (100, 200, 300)] == [[], [], []]
+        assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") == []
+    else:
+        assert list((tmp_path / "box" / "trainer").glob("checkpoint-*")) == []

@@ -16,7 +16,7 @@ from ckpt_tui.store.bucket import BucketStore, deleting
 from ckpt_tui.store.bucket.deleting import DELETES, BucketDeleter, DeleteAsk, DeleteOutcome
 from ckpt_tui.store.bucket.intent import MAX_INTENT_CHECKPOINTS, BatchIntent, DeleteIntent
 from ckpt_tui.store.bucket.metadata import BucketMeta
-from ckpt_tui.store.errors import ConflictError, StorageFailedError, StoreError
+from ckpt_tui.store.errors import ConflictError, NotFoundError, StorageFailedError, StoreError
 from ckpt_tui.store.meta import Row
 from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
@@ -112,7 +112,8 @@ def test_the_store_answers_each_checkpoint_of_a_batch_with_its_own_outcome(
     tmp_path: Path, s3: S3Server, s3_bucket: str
 ) -> None:
     """A key the bucket refuses fails its own checkpoint's DELETE (the store then lists what
-    is left); one not found, or asked for twice, is that one's error; the others are gone."""
+    is left); one not found is that one's error; one asked for twice is deleted once, the
+    second answered as if asked after it; the others are gone."""
     L.hf_trainer_output(tmp_path / "box/trainer", steps=(100, 200, 300, 400))
     s3.upload(s3_bucket, "p", tmp_path / "box")
     s3.put(s3_bucket, "p/trainer/checkpoint-200/locked.bin", b"x")
@@ -123,15 +124,20 @@ def test_the_store_answers_each_checkpoint_of_a_batch_with_its_own_outcome(
         assert location is not None
         with BucketStore.open_bucket(ObjectStorage.open(location), LATER) as store:
             ids = ["checkpoint-100", "checkpoint-200", "checkpoint-7", "checkpoint-300"]
-            keys = [("trainer", f"weights/{name}") for name in [*ids, "checkpoint-300"]]
-            gone, refused, missing, third, twice = store.delete_checkpoints(keys)
+            again = ["checkpoint-300", "checkpoint-200"]
+            keys = [("trainer", f"weights/{name}") for name in [*ids, *again]]
+            gone, refused, missing, third, twice, refused_twice = store.delete_checkpoints(keys)
             listed = [c.checkpoint_id for c in store.list_checkpoints(0, 100)[0]]
     assert gone is None and third is None
     assert isinstance(refused, StorageFailedError)
     assert "deleting trainer/checkpoint-200 is not finished" in str(refused)
     assert "AccessDenied" in str(refused)
     assert isinstance(missing, StoreError) and "checkpoint-7" in str(missing)
-    assert isinstance(twice, ConflictError)  # the same checkpoint twice in one batch
+    # the same checkpoint twice in one batch: the second as if asked after the first (as on a
+    # folder), which deleted it
+    assert isinstance(twice, NotFoundError)
+    assert str(twice) == "checkpoint 'weights/checkpoint-300' not found in run 'trainer'"
+    assert refused_twice is refused  # the first was not deleted: the second says the same
     assert listed == ["weights/checkpoint-200", "weights/checkpoint-400"]
     assert s3.keys(s3_bucket, "p/trainer/checkpoint-100/") == []
     assert s3.keys(s3_bucket, "p/trainer/checkpoint-200/") == [

@@ -321,3 +321,32 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_never_followed(tmp_path:
         outcome.problem
     )
     assert not (checkpoint / "config.json").exists()  # the store's own file went
+
+
+def test_the_record_of_a_file_url_is_never_removed_through_a_link(tmp_path: Path) -> None:
+    """The store's `.ckpt-tui` is swapped for a link to a folder outside the store (holding a
+    file of the record's name) once the record is written: its removal goes through folder
+    descriptors as the checkpoint's files do, so the outside file stays, and the delete says
+    its record could not be removed."""
+    checkpoint = tmp_path / "store/run/step-10"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_bytes(b"{}")
+    (checkpoint / "model.safetensors").write_bytes(b"weights")
+    own = tmp_path / "store/.ckpt-tui"
+    outside = tmp_path / "elsewhere"
+    place = BucketPlace(LocalStore(tmp_path / "store"), "", f"file://{tmp_path}/store")
+    engine = deleter(place)
+
+    def swap(step: str) -> None:
+        if step == "intent":
+            own.rename(outside)
+            own.symlink_to(outside)
+
+    engine.step_hook = swap
+    outcome = engine.delete("run/step-10", "run", "weights/step-10")
+    assert sorted(outcome.deleted) == ["run/step-10/config.json", "run/step-10/model.safetensors"]
+    assert len(list((outside / DELETES).iterdir())) == 1  # not removed through the link
+    assert not outcome.done
+    assert outcome.problem is not None
+    assert "its delete record could not be removed" in outcome.problem
+    assert "links are never followed" in outcome.problem

@@ -4,6 +4,10 @@
         bucket = server.make_bucket()          # a new, empty bucket with a unique name
         env = server.environment()             # AWS_* variables that point a client at it
 
+moto keeps its buckets in the process: two servers started in one process serve the same
+buckets (one store at two endpoints). `s3_server_in_child()` runs one in a child process,
+with buckets of its own (another store).
+
 obstore, boto3 and rclone all speak to it as to any S3 endpoint (plain HTTP, path-style
 addressing). The credentials are moto's dummies: nothing real is needed or reachable.
 """
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,10 +73,22 @@ class S3Server:
         return sorted(found)
 
 
+def _client_of(endpoint: str) -> S3Server:
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=DUMMY_KEY_ID,
+        aws_secret_access_key=DUMMY_SECRET,
+    )
+    return S3Server(endpoint, client)
+
+
 @contextmanager
 def s3_server() -> Iterator[S3Server]:
     """Start moto's S3 server on 127.0.0.1 (the OS picks the port); stop it on exit."""
-    import boto3
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
@@ -78,14 +96,38 @@ def s3_server() -> Iterator[S3Server]:
     server.start()
     try:
         host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name=REGION,
-            aws_access_key_id=DUMMY_KEY_ID,
-            aws_secret_access_key=DUMMY_SECRET,
-        )
-        yield S3Server(endpoint, client)
+        yield _client_of(f"http://{host}:{port}")
     finally:
         server.stop()
+
+
+_CHILD = """
+import logging, sys
+from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print(server.get_host_and_port()[1], flush=True)
+sys.stdin.read()  # until the test closes it
+server.stop()
+"""
+CHILD_GUARD = 60.0
+"""Seconds the child has to stop once told (a hang guard; it is killed after)."""
+
+
+@contextmanager
+def s3_server_in_child() -> Iterator[S3Server]:
+    """`s3_server`, in a child process: a server whose buckets are its own."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            port = int(child.stdout.readline())
+            yield _client_of(f"http://127.0.0.1:{port}")
+        finally:
+            child.stdin.close()
+            try:
+                child.wait(CHILD_GUARD)
+            except subprocess.TimeoutExpired:
+                child.kill()

@@ -26,7 +26,7 @@ from ckpt_tui.store.bucket.deleting import (
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import META_FOLDER, BucketPlace
 from ckpt_tui.store.bucket.tree import join
-from ckpt_tui.store.errors import ConflictError, NotFoundError, StoreError
+from ckpt_tui.store.errors import ConflictError, NotFoundError, StoreError, checkpoint_not_found
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.ledger import Ledger
 from ckpt_tui.store.meta import Key
@@ -127,9 +127,7 @@ class BucketChanges:
         for entry, outcome in zip(entries, outcomes, strict=True):
             run_id, checkpoint_id = entry.key
             if outcome is None:
-                errors.append(
-                    NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")
-                )
+                errors.append(checkpoint_not_found(run_id, checkpoint_id))
             elif isinstance(outcome, StoreError):
                 errors.append(outcome)
             elif not outcome.done:

@@ -21,12 +21,8 @@ checkpoints asked for together (`delete`: one):
 5. drops the metadata of the checkpoints positively gone (listed again, nothing is under
    their path; one write), then the record once no key of it failed.
 
-A delete killed half-way leaves its record: `recover` (at the next open) finishes it, acting
-only on the record's keys, and leaves alone a key rewritten after the delete was asked (newer
-than the newest object the delete saw). A record is hostile input (`intent.py`): one that is
-damaged, too long, names a path no layout keeps a checkpoint at, ids that are not that
-checkpoint's, a key outside its checkpoint, or a path that holds more than one checkpoint (a
-run), for any checkpoint it names, is reported and left whole as it is.
+A delete killed half-way leaves its record: the next open finishes it or reports it
+(`recovery.py`, through `BucketDeleter.recover`).
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -48,19 +43,27 @@ from obstore.store import LocalStore
 from ckpt_tui.store.blobs.objects import every_object, reason
 from ckpt_tui.store.bucket.grouping import Want, by_folder, picked, split_listing
 from ckpt_tui.store.bucket.intent import (
+    DELETES,
     MAX_INTENT_BYTES,
     MAX_INTENT_CHECKPOINTS,
     MAX_INTENT_KEYS,
     DeleteIntent,
     check_intent,
     encoded,
-    more_than_one_checkpoint,
-    read_intents,
     refuse_outside,
+    want_after,
 )
 from ckpt_tui.store.bucket.local_delete import unlink_below
 from ckpt_tui.store.bucket.metadata import BucketMeta
+from ckpt_tui.store.bucket.outcome import (
+    DeleteOutcome,
+    Found,
+    Recovery,
+    modified_us,
+    object_us,
+)
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
+from ckpt_tui.store.bucket.recovery import recover
 from ckpt_tui.store.discover import loose
 from ckpt_tui.store.errors import (
     ConflictError,
@@ -75,7 +78,14 @@ from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
 if TYPE_CHECKING:
     from obstore import ObjectMeta
 
-DELETES = "deletes"
+__all__ = [  # with what the delete's callers use of `intent.py` and `outcome.py`
+    "DELETES",
+    "BucketDeleter",
+    "DeleteAsk",
+    "DeleteOutcome",
+    "Recovery",
+]
+
 BATCH_KEYS = 1000
 """Keys per DeleteObjects request: S3's most."""
 RECORD_BYTES = MAX_INTENT_BYTES - 1024
@@ -86,9 +96,6 @@ FOLDER_OBJECTS = 5000
 batch; a folder holding more (or whose listing failed) has each checkpoint listed alone."""
 LISTS_AT_ONCE = 16
 """Listings of one batch sent side by side."""
-
-Found = dict[str, int] | StoreError
-"""A checkpoint's objects as a look found them (key -> last modified), or why not."""
 
 
 @dataclass(frozen=True)
@@ -110,51 +117,6 @@ class _Planned:
     intent: DeleteIntent
     found: dict[str, int]
     size: int
-
-
-@dataclass
-class DeleteOutcome:
-    """What one checkpoint's delete did, key by key."""
-
-    checkpoint: str
-    deleted: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    """key -> why it is still there."""
-    left: dict[str, str] = field(default_factory=dict)
-    """Keys under the checkpoint not deleted on purpose (appeared or rewritten meanwhile)."""
-    requests: int = 0
-    """Delete requests (batches) that carried its keys."""
-    problem: str | None = None
-    """Why the delete is not finished although no key failed (e.g. the metadata write)."""
-
-    @property
-    def done(self) -> bool:
-        return not self.failed and not self.left and self.problem is None
-
-    def error(self) -> StoreError:
-        """The error to answer for an unfinished delete, saying exactly what happened."""
-        total = len(self.deleted) + len(self.failed)
-        parts = [f"{len(self.deleted)} of {total} objects were deleted"]
-        if self.failed:
-            key, why = next(iter(sorted(self.failed.items())))
-            parts.append(f"{len(self.failed)} could not be (first: {key}: {why})")
-        if self.left:
-            key, why = next(iter(sorted(self.left.items())))
-            parts.append(f"{len(self.left)} were left alone ({key}: {why})")
-        if self.problem:
-            parts.append(self.problem)
-        return StorageFailedError(
-            f"deleting {self.checkpoint} is not finished: {'; '.join(parts)}; the store "
-            "finishes the delete when it is next opened, or delete it again"
-        )
-
-
-@dataclass
-class Recovery:
-    """What `recover` found: interrupted deletes finished (or not), and records not acted on."""
-
-    finished: list[DeleteOutcome] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
 
 
 class BucketDeleter:
@@ -245,9 +207,9 @@ class BucketDeleter:
                 for intent in intents
             ]
         self._step("intent")
-        return list(self._finish(record, intents, list(found)))
+        return list(self.finish(record, intents, list(found)))
 
-    def _finish(
+    def finish(
         self, record: str, intents: list[DeleteIntent], found: list[Found]
     ) -> list[DeleteOutcome]:
         """Steps 3 to 5 for the keys of `intents` that `found` (a look at each) still holds."""
@@ -263,7 +225,8 @@ class BucketDeleter:
         errors, requests = self._delete_batches(keys)
         for outcome, keys_of_one in zip(outcomes, doomed, strict=True):
             outcome.requests = sum(1 for sent in requests if not sent.isdisjoint(keys_of_one))
-        after = self._look({self.place.key(i.checkpoint): _after(self.place, i) for i in intents})
+        wants = {self.place.key(i.checkpoint): want_after(self.place, i) for i in intents}
+        after = self._look(wants)
         gone: list[bool] = []
         for intent, outcome, keys_of_one in zip(intents, outcomes, doomed, strict=True):
             now = after[self.place.key(intent.checkpoint)]
@@ -312,70 +275,29 @@ class BucketDeleter:
             if self.meta is not None and dropped:
                 self.meta.apply(delete=dropped)
             if finished:
-                obstore.delete(self.place.store, record)
+                self._remove_record(record)
         except StoreError as exc:
             _said([o for o in outcomes if o.done], f"its metadata could not be dropped ({exc})")
         except (BaseError, OSError) as exc:
             why = f"its delete record could not be removed ({reason(exc)})"
             _said([o for o in outcomes if not o.failed and o.problem is None], why)
 
+    def _remove_record(self, record: str) -> None:
+        """Remove a delete's record; on `file://` through folder descriptors, as the
+        checkpoint's files (`local_delete`): a link in its way (`.ckpt-tui` swapped for one)
+        is refused, never followed. OSError when it stays."""
+        local_root = _local_root(self.place)
+        if local_root is None:
+            obstore.delete(self.place.store, record)
+            return
+        refused = unlink_below(local_root, [record])
+        if refused:
+            raise OSError(refused[record])
+
     # --- at open ----------------------------------------------------------------------------
-    def pending(self) -> list[str]:
-        """The keys of the intent records in the bucket (interrupted deletes)."""
-        return sorted(self._list(self.place.meta_key(DELETES)))
-
     def recover(self, *, readonly: bool = False) -> Recovery:
-        """Finish every interrupted delete (read-only: report them); see the docstring."""
-        recovery = Recovery()
-        for record in self.pending():
-            intents = self._read_intents(record, recovery)
-            if readonly:
-                recovery.problems.extend(
-                    f"an interrupted delete of {intent.checkpoint} is waiting in "
-                    f"{self.place.name}: open the store writable to finish it"
-                    for intent in intents
-                )
-            elif intents:
-                self._recover(record, intents, recovery)
-        return recovery
-
-    def _read_intents(self, record: str, recovery: Recovery) -> list[DeleteIntent]:
-        """The checkpoints `record` names (a single checkpoint's record or a batch's), or
-        none when it is gone or not to be acted on (said in `recovery`)."""
-        try:
-            return read_intents(self.place, record)
-        except StoreError as exc:  # InvalidRequestError is one too
-            _not_acted_on(recovery, record, str(exc))
-            return []
-
-    def _recover(self, record: str, intents: list[DeleteIntent], recovery: Recovery) -> None:
-        """Finish the delete `record` asked, unless a checkpoint it names is now more than one
-        checkpoint: then nothing of it is touched (said in `recovery`)."""
-        found: list[Found] = []
-        for intent in intents:
-            now = self._objects_of(intent)
-            if isinstance(now, str):
-                _not_acted_on(recovery, record, f"{intent.checkpoint}: {now}")
-                return
-            found.append(now)
-        recovery.finished.extend(self._finish(record, intents, found))
-
-    def _objects_of(self, intent: DeleteIntent) -> Found | str:
-        """What is there now of the checkpoint a record deletes (as the look after a delete
-        sees it, `_after`); why not to act on it, when the objects under its path are more
-        than one checkpoint (`more_than_one_checkpoint`). Each listed alone: the walk needs
-        what the listing says of each object, and recovery is rare."""
-        prefix = self.place.key(intent.checkpoint)
-        try:
-            if _after(self.place, intent) == "file":
-                return {**self._single(prefix), **self._list(prefix)}
-            listed = self._listed(prefix)
-        except StoreError as exc:
-            return exc
-        why = more_than_one_checkpoint(self.place, intent.checkpoint, listed)
-        if why is not None:
-            return why
-        return {key: _us(meta["last_modified"]) for key, meta in listed.items()}
+        """Finish every interrupted delete (read-only: report them): `recovery.recover`."""
+        return recover(self, readonly=readonly)
 
     # --- listing ----------------------------------------------------------------------------
     def _look(self, wants: dict[str, Want]) -> dict[str, Found]:
@@ -402,7 +324,7 @@ class BucketDeleter:
         that listing fails or holds more than `FOLDER_OBJECTS` (and from then on: a crowded
         folder is not listed again for every batch)."""
         try:
-            children = split_listing(folder, self._list(folder, FOLDER_OBJECTS))
+            children = split_listing(folder, self.listed_keys(folder, FOLDER_OBJECTS))
         except StoreError:
             self._listed_alone.add(folder)
             return self._looks_alone(prefixes, wants)
@@ -415,16 +337,16 @@ class BucketDeleter:
         for prefix in prefixes:
             want = wants[prefix]
             try:
-                under = self._list(prefix)
+                under = self.listed_keys(prefix)
                 if want == "file":
-                    looks[prefix] = {**self._single(prefix), **under}
+                    looks[prefix] = {**self.single(prefix), **under}
                 else:
-                    looks[prefix] = under or ({} if want == "folder" else self._single(prefix))
+                    looks[prefix] = under or ({} if want == "folder" else self.single(prefix))
             except StoreError as exc:
                 looks[prefix] = exc
         return looks
 
-    def _single(self, key: str) -> dict[str, int]:
+    def single(self, key: str) -> dict[str, int]:
         """{key: last modified} of the one object `key`, or {} when there is none."""
         try:
             found = obstore.head(self.place.store, key)
@@ -435,14 +357,13 @@ class BucketDeleter:
                 f"reading {key} in {self.place.name} failed ({reason(exc)})"
             ) from exc
         _refuse_links(self.place, [key])
-        return {key: _us(found["last_modified"])}
+        return {key: object_us(found["last_modified"])}
 
-    def _list(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, int]:
+    def listed_keys(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, int]:
         """key -> last modified (microseconds) of every object under `prefix` + `/`."""
-        listed = self._listed(prefix, most)
-        return {key: _us(meta["last_modified"]) for key, meta in listed.items()}
+        return modified_us(self.listed(prefix, most))
 
-    def _listed(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, ObjectMeta]:
+    def listed(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, ObjectMeta]:
         """key -> what the listing says of every object under `prefix` + `/` (at most
         `most`: more, or pages without end, fail), folder markers left out."""
         try:
@@ -465,7 +386,7 @@ class BucketDeleter:
         HEAD does not find is one too (its real key ends in `/`)."""
         if meta["size"] != 0:
             return False
-        return key == prefix or not self._single(key)
+        return key == prefix or not self.single(key)
 
     def _step(self, name: str) -> None:
         if self.step_hook is not None:
@@ -521,10 +442,10 @@ def _doomed(intent: DeleteIntent, found: dict[str, int], outcome: DeleteOutcome)
     `outcome.left`)."""
     confirmed = set(intent.keys)
     doomed = []
-    for key, modified_us in sorted(found.items()):
+    for key, modified in sorted(found.items()):
         if key not in confirmed:
             continue
-        if modified_us > intent.newest_us:
+        if modified > intent.newest_us:
             outcome.left[key] = "written again after the delete was asked"
         else:
             doomed.append(key)
@@ -549,13 +470,6 @@ def _verified(
             outcome.deleted.append(key)
     for key in sorted(set(after) - set(intent.keys)):
         outcome.left[key] = "appeared while the checkpoint was being deleted"
-
-
-def _after(place: BucketPlace, intent: DeleteIntent) -> Want:
-    """What to look at of `intent`'s checkpoint once the delete began: the one object of
-    its name (and anything under its name plus `/`: a folder of that name is not gone
-    because the file is) when that is what it deleted, else the objects under it."""
-    return "file" if intent.keys == [place.key(intent.checkpoint)] else "folder"
 
 
 def _said(outcomes: list[DeleteOutcome], problem: str) -> None:
@@ -602,18 +516,8 @@ def _weights_first(key: str) -> tuple[bool, str]:
     return (not loose.is_candidate(key.rpartition("/")[2]), key)
 
 
-def _not_acted_on(recovery: Recovery, record: str, why: str) -> None:
-    recovery.problems.append(
-        f"the delete record {record} was not acted on: {why}; look at it, then remove it"
-    )
-
-
 def _still_written(checkpoint: str, reason: str) -> str:
     return (
         f"refusing to delete {checkpoint}: it is incomplete ({reason}); a save may still be "
         "writing it: wait until it is complete (its objects stay the same)"
     )
-
-
-def _us(moment: datetime) -> int:
-    return to_us(moment, "an object's last modified time")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, entry_of, key_of
+from ckpt_tui.store.bucket.grouping import Want
 from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, climbs
 from ckpt_tui.store.bucket.tree import ListedTree
 from ckpt_tui.store.bucket.versioned import read_doc
@@ -41,6 +42,8 @@ from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id
 if TYPE_CHECKING:
     from obstore import ObjectMeta
 
+DELETES = "deletes"
+"""The records' folder, under the store's own documents (`.ckpt-tui/deletes/<id>.json`)."""
 MAX_INTENT_KEYS = 100_000
 """The most keys one record names: a checkpoint with more objects is refused (a prefix that
 is not one checkpoint)."""
@@ -70,6 +73,13 @@ class BatchIntent(msgspec.Struct, frozen=True):
     """The record of checkpoints deleted together: one `DeleteIntent` each."""
 
     batch: list[DeleteIntent]
+
+
+def want_after(place: BucketPlace, intent: DeleteIntent) -> Want:
+    """What to look at of `intent`'s checkpoint once the delete began: the one object of
+    its name (and anything under its name plus `/`: a folder of that name is not gone
+    because the file is) when that is what it deleted, else the objects under it."""
+    return "file" if intent.keys == [place.key(intent.checkpoint)] else "folder"
 
 
 def encoded(intents: list[DeleteIntent]) -> bytes:

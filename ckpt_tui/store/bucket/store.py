@@ -29,7 +29,7 @@ from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
-from ckpt_tui.store.errors import StoreError
+from ckpt_tui.store.errors import StoreError, checkpoint_not_found
 from ckpt_tui.store.export import CheckpointFile
 from ckpt_tui.store.guard import Guard
 from ckpt_tui.store.index import CheckpointEntry
@@ -168,20 +168,28 @@ class BucketStore(Store):
         (`deleting.py`: one intent record, DeleteObjects spanning checkpoints, one look to
         verify), outside the store's lock: batches asked for side by side wait on the bucket
         side by side. Returns each one's error (None: deleted); one failing (not found,
-        still being written, a key the bucket refused) changes nothing for the others. The
-        server hands the DELETEs asked for together to this (`ckpt_tui.server.deletes`)."""
+        still being written, a key the bucket refused) changes nothing for the others. A
+        checkpoint asked twice is deleted once, the second answered as if asked after the
+        first: not found once the first deleted it, else the first's error. The server
+        hands the DELETEs asked for together to this (`ckpt_tui.server.deletes`)."""
         errors: dict[int, Exception] = {}
         entries: dict[int, CheckpointEntry] = {}
+        first_ask: dict[tuple[str, str], int] = {}
+        again: dict[int, int] = {}  # a checkpoint asked again -> where it was first asked
         with self.guard.held():
             self._writer.require_writable()
             for n, (run_id, checkpoint_id) in enumerate(keys):
                 try:
                     entry = self._watcher.live_entry(run_id, checkpoint_id)
+                    if entry.key in first_ask:
+                        again[n] = first_ask[entry.key]
+                        continue
                     self._changes.claim(entry)
                 except StoreError as exc:
                     errors[n] = exc
                 else:
                     entries[n] = entry
+                    first_ask[entry.key] = n
         batch = list(entries.values())
         try:
             outcomes = self._changes.delete_objects(batch)
@@ -194,6 +202,8 @@ class BucketStore(Store):
                 batch, outcomes, touch=True, rescan=self._watcher.scan_all
             )
         errors.update((n, e) for n, e in zip(entries, forgotten, strict=True) if e is not None)
+        for n, first in again.items():
+            errors[n] = errors.get(first) or checkpoint_not_found(*keys[n])
         return [errors.get(n) for n in range(len(keys))]
 
     def wait_for_purges(self) -> None:
