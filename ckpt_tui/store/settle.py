@@ -37,7 +37,7 @@ import hashlib
 import os
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -282,7 +282,7 @@ def with_look(row: Row, look: FilesLook, seen_us: int | None) -> Row:
     now = (look.size, look.fingerprint, seen_us, look.listing)
     if (row.size_bytes, row.files_fp, row.files_seen_us, row.files_listing) == now:
         return row
-    return replace(
+    return msgspec.structs.replace(
         row, size_bytes=look.size, files_fp=look.fingerprint, files_seen_us=seen_us,
         files_listing=look.listing,
     )  # fmt: skip
