@@ -140,10 +140,18 @@ def scan_run(
         folders = list_checkpoint_folders(run_dir, result.unread)
     else:  # a mount point: not this store's to read or delete (the trash cannot reach it)
         folders, result.unread[os.fspath(run_dir)] = {}, OTHER_DEVICE
+    entries = result.entries
     for row in rows:
         path = folders.pop(row.checkpoint_id, None)
         if path is not None:  # the common case, kept free of Path objects (100,000 at open)
-            result.add(*tinker_checkpoint(row, path, settling, result.unread))
+            seen_us = row.files_seen_us
+            if seen_us is not None and files_unchanged(path, row):
+                # the files the row measured, as in the whole look when the fingerprint is the
+                # same: the row stands, and only the time since they were first seen can change
+                reason = unsettled_reason(seen_us, settling)
+                entries.append(CheckpointEntry(row, path, incomplete_facts(reason)))
+            else:
+                result.add(*tinker_checkpoint(row, path, settling, result.unread))
             continue
         location = layout.checkpoint_dir(run_id, row.checkpoint_id)
         reason = hidden_by(result.unread, os.fspath(location.parent))
@@ -174,14 +182,8 @@ def tinker_checkpoint(
     row: Row, path: str, settling: Settling, unread: Unread
 ) -> tuple[Row, CheckpointEntry, bool]:
     """(the row measuring the folder's files as they are now, the entry, whether it changed);
-    files that cannot be read go into `unread` (a bucket's too: see `files.reading_from`)."""
-    if row.files_seen_us is not None and files_unchanged(path, row):
-        # the files the row measured, as in the whole look below when the fingerprint is the
-        # same: the row stands, and only the time since they were first seen can change
-        entry = CheckpointEntry(
-            row, path, incomplete_facts(unsettled_reason(row.files_seen_us, settling))
-        )
-        return row, entry, False
+    files that cannot be read go into `unread` (a bucket's too: see `files.reading_from`).
+    A whole look: `scan_run` tells first, from the row's listing, whether it is needed."""
     seen = look_here(path, single_file=False)
     look = seen[1] if seen else FilesLook(0, "", 0)
     if look.unread is not None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -78,6 +79,7 @@ Listing = tuple[
 their paths under it (file system bytes). Encoded with msgpack, decoded in one call."""
 
 _LISTING = msgspec.msgpack.Decoder(Listing)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 FINGERPRINT_VERSION = "i:"
 """Starts the fingerprints that include inodes: a row holding an older one (made before they
@@ -153,7 +155,7 @@ def files_unchanged(path: str, row: Row) -> bool:
     try:
         if _folder_seen(lstat(path)) != top:
             return False  # a name in it came or went, or the folder was replaced
-        base = os.fsencode(path) + b"/"
+        base = path.encode(_FS_ENCODING, _FS_ERRORS) + b"/"  # os.fsencode, without its call
         for name, seen in folders:
             if _folder_seen(lstat(base + name)) != seen:
                 return False
