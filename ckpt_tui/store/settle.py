@@ -137,30 +137,30 @@ def look_at(path: str, top: os.stat_result | None = None) -> FilesLook:
     return walk.look(top, walk.kept_listing(top, started_ns - LISTING_AGE_NS))
 
 
-def files_unchanged(path: str, row: Row) -> bool:
-    """Whether the files in the folder `path` are the very ones `row` measured (its
-    fingerprint), told from its listing without listing a folder: every name in it stat'ed
-    as it was. False when it cannot be told so (then a whole look tells what changed). File
-    system stores only: a bucket's rows keep no listing.
+def files_unchanged(row: Row, parent_fd: int, name: str) -> bool:
+    """Whether the files in the folder `name`, in the folder open as `parent_fd`, are the very
+    ones `row` measured (its fingerprint), told from its listing without listing a folder:
+    every name in it stat'ed as it was. False when it cannot be told so (then a whole look
+    tells what changed). File system stores only: a bucket's rows keep no listing.
     (A warm open runs this for every checkpoint: keep it lean. Comparing the stats rather
     than making the fingerprint again took a warm open of 100,000 from 8.2 to 6.0 us per
-    checkpoint, of which the two stats are 4.9.)"""
+    checkpoint, of which the two stats are 4.9 by path, 4.3 from the parent folder.)"""
     if row.files_listing is None:
         return False
     try:
         _, top, folders, files = _LISTING.decode(row.files_listing)
     except msgspec.DecodeError:
         return False  # kept by an older version (or damaged): the walk keeps a new one
-    lstat = os.lstat
+    at = os.stat
     try:
-        if _folder_seen(lstat(path)) != top:
+        if _folder_seen(at(name, dir_fd=parent_fd, follow_symlinks=False)) != top:
             return False  # a name in it came or went, or the folder was replaced
-        base = path.encode(_FS_ENCODING, _FS_ERRORS) + b"/"  # os.fsencode, without its call
-        for name, seen in folders:
-            if _folder_seen(lstat(base + name)) != seen:
+        base = name.encode(_FS_ENCODING, _FS_ERRORS) + b"/"  # os.fsencode, without its call
+        for path, seen in folders:
+            if _folder_seen(at(base + path, dir_fd=parent_fd, follow_symlinks=False)) != seen:
                 return False
-        for name, seen in files:
-            st = lstat(base + name)
+        for path, seen in files:
+            st = at(base + path, dir_fd=parent_fd, follow_symlinks=False)
             if (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino) != seen:
                 return False  # rewritten, replaced, or now a folder
     except (OSError, ValueError):  # gone, or a damaged name: the walk says why

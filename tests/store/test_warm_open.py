@@ -102,6 +102,27 @@ def test_a_warm_open_lists_no_checkpoint_folder(root: Path, clock: FixedClock) -
     assert sizes == [LiveRun(root, "sim", root / "logs").size_on_disk(name) for name in SAVES]
 
 
+def test_a_warm_open_leaves_no_folder_open(root: Path, clock: FixedClock) -> None:
+    """The segment folders held open to stat names from are closed once the run is read
+    (guard)."""
+    runs = os.fspath(root.resolve() / "runs")
+    with Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+        held = held_paths()
+    assert [path for path in held if path.startswith(runs)] == []
+
+
+def held_paths() -> list[str]:
+    """What this process's descriptors are open on."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:
+            continue  # the one that listed the folder, closed since
+    return found
+
+
 def add_file(folder: Path) -> None:
     (folder / "optimizer.pt").write_bytes(b"\0" * 10)
 
