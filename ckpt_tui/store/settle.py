@@ -16,7 +16,8 @@ A look also keeps the names it listed, with what it saw of each (`FilesLook.list
 folder's mode, mtime, inode and ctime, a file's mode, size, mtime and inode (what the
 fingerprint is made of). The next look at the same checkpoint (a warm open looks at 100,000)
 stats those names without listing a folder, and compares each stat with the kept one
-(`files_unchanged`): equal stats make the fingerprint a walk would make. This is safe because
+(`files_unchanged`): equal stats make the fingerprint a walk would make (the listing keeps
+the fingerprint it was made with, and is used only for a row holding that one). Safe because
 a folder's ctime changes whenever a name is added to it, removed or renamed (POSIX: the
 parent's status change time), and `utime` cannot set it back; a file rewritten in place
 changes no folder's time but its own stat, which is taken every time. A listing is kept only
@@ -73,10 +74,11 @@ FileSeen = tuple[int, int, int, int]
 """What a look saw of anything else: its mode, size, mtime and inode (the fingerprint's)."""
 
 Listing = tuple[
-    Literal[2], FolderSeen, list[tuple[bytes, FolderSeen]], list[tuple[bytes, FileSeen]]
+    Literal[2], str, FolderSeen, list[tuple[bytes, FolderSeen]], list[tuple[bytes, FileSeen]]
 ]
-"""A kept listing: the version, the folder itself, its subfolders and its other entries by
-their paths under it (file system bytes). Encoded with msgpack, decoded in one call."""
+"""A kept listing: the version, the fingerprint made with it (a row holding another one is
+not judged by it), the folder itself, its subfolders and its other entries by their paths
+under it (file system bytes). Encoded with msgpack, decoded in one call."""
 
 _LISTING = msgspec.msgpack.Decoder(Listing)
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
@@ -148,9 +150,11 @@ def files_unchanged(row: Row, parent_fd: int, name: str) -> bool:
     if row.files_listing is None:
         return False
     try:
-        _, top, folders, files = _LISTING.decode(row.files_listing)
+        _, fingerprint, top, folders, files = _LISTING.decode(row.files_listing)
     except msgspec.DecodeError:
         return False  # kept by an older version (or damaged): the walk keeps a new one
+    if fingerprint != row.files_fp:
+        return False  # not the look that measured the row
     at = os.stat
     try:
         if _folder_seen(at(name, dir_fd=parent_fd, follow_symlinks=False)) != top:
@@ -241,7 +245,13 @@ class _Walk:
         since `changed_before_ns` (see `LISTING_AGE_NS`)."""
         if self.unread is not None or self.newest_ctime_ns >= changed_before_ns:
             return None
-        kept: Listing = (LISTING_VERSION, _folder_seen(top), self.folders, self.files)
+        kept: Listing = (
+            LISTING_VERSION,
+            self.fingerprint(),
+            _folder_seen(top),
+            self.folders,
+            self.files,
+        )
         return msgspec.msgpack.encode(kept)
 
     def fingerprint(self) -> str:

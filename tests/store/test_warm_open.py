@@ -252,8 +252,8 @@ def test_a_listing_kept_by_an_older_version_is_walked_once_then_kept_anew(
 
 
 def with_a_name_holding_nul(folder: Path, kept: bytes) -> bytes:
-    version, top, folders, files = msgspec.msgpack.decode(kept)
-    return msgspec.msgpack.encode([version, top, folders, [*files, [b"a\0b", files[0][1]]]])
+    *start, files = msgspec.msgpack.decode(kept)
+    return msgspec.msgpack.encode([*start, [*files, [b"a\0b", files[0][1]]]])
 
 
 def damaged_text(folder: Path, kept: bytes) -> bytes:
@@ -264,12 +264,21 @@ def another_version(folder: Path, kept: bytes) -> bytes:
     return msgspec.msgpack.encode([3, *msgspec.msgpack.decode(kept)[1:]])
 
 
-@pytest.mark.parametrize("damage", [with_a_name_holding_nul, damaged_text, another_version])
+def of_another_look(folder: Path, kept: bytes) -> bytes:
+    """A listing made with another fingerprint than the row's."""
+    version, fingerprint, *rest = msgspec.msgpack.decode(kept)
+    return msgspec.msgpack.encode([version, fingerprint + "0", *rest])
+
+
+@pytest.mark.parametrize(
+    "damage", [with_a_name_holding_nul, damaged_text, another_version, of_another_look]
+)
 def test_a_damaged_listing_is_walked_instead(
     root: Path, clock: FixedClock, damage: Callable[[Path, bytes], bytes]
 ) -> None:
     """A listing that cannot be used (a name no path can hold, bytes that are no listing, a
-    version this one does not know) is no error: the folder is walked (guard)."""
+    version this one does not know, one made with another fingerprint than the row's) is no
+    error: the folder is walked (guards)."""
     set_listings(root, damage)
     with folders_listed_under(root) as listed, Store.open(root, clock) as store:
         assert [reason(store, name) for name in SAVES] == [None, None]
