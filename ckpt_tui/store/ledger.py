@@ -56,7 +56,7 @@ class Ledger:
         self._record_scan(upsert=added, delete=stale, drop_runs=gone_runs)
         entries = [entry for scan in scans for entry in scan.entries]
         self.index.load([scan.run for scan in scans], entries, self.now_us())
-        self.unsettled = {e.row.run_id for e in entries if e.incomplete}
+        self.unsettled = {e.row.run_id for e in entries if e.facts is not None and e.incomplete}
 
     def put_scan(self, run_id: str, rows: list[Row], scan: RunScan | None) -> None:
         """One run as just scanned (None: it is gone); `rows` are its metadata rows."""

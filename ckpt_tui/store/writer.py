@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from ckpt_tui.api_types import Checkpoint, TrainingRun
 from ckpt_tui.store import trash

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ckpt_tui.api_types import Checkpoint
@@ -101,6 +102,27 @@ def test_a_warm_open_lists_no_checkpoint_folder(root: Path, clock: FixedClock) -
     assert sizes == [LiveRun(root, "sim", root / "logs").size_on_disk(name) for name in SAVES]
 
 
+def test_a_warm_open_leaves_no_folder_open(root: Path, clock: FixedClock) -> None:
+    """The segment folders held open to stat names from are closed once the run is read
+    (guard)."""
+    runs = os.fspath(root.resolve() / "runs")
+    with Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+        held = held_paths()
+    assert [path for path in held if path.startswith(runs)] == []
+
+
+def held_paths() -> list[str]:
+    """What this process's descriptors are open on."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:
+            continue  # the one that listed the folder, closed since
+    return found
+
+
 def add_file(folder: Path) -> None:
     (folder / "optimizer.pt").write_bytes(b"\0" * 10)
 
@@ -108,6 +130,13 @@ def add_file(folder: Path) -> None:
 def add_file_in_a_subfolder(folder: Path) -> None:
     (folder / "extra").mkdir()
     (folder / "extra/optimizer.pt").write_bytes(b"\0" * 10)
+
+
+def add_file_setting_the_times_back(folder: Path) -> None:
+    """Only the folder's ctime shows it: `utime` cannot set that back."""
+    before = folder.lstat()
+    add_file(folder)
+    os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def remove_file(folder: Path) -> None:
@@ -118,7 +147,10 @@ def rename_file(folder: Path) -> None:
     (folder / "adapter_config.json").rename(folder / "adapter_config.old.json")
 
 
-@pytest.mark.parametrize("change", [add_file, add_file_in_a_subfolder, remove_file, rename_file])
+@pytest.mark.parametrize(
+    "change",
+    [add_file, add_file_setting_the_times_back, add_file_in_a_subfolder, remove_file, rename_file],
+)
 def test_a_name_added_removed_or_renamed_in_a_checkpoint_is_a_change(
     root: Path, clock: FixedClock, change: Callable[[Path], None]
 ) -> None:
@@ -139,7 +171,9 @@ def test_a_file_added_to_a_subfolder_already_there_is_a_change(
     folder = root / "runs/sim/weights/000010"
     add_file_in_a_subfolder(folder)
     keep_listings(root, tmp_path)
+    before = (folder / "extra").lstat()
     (folder / "extra/scheduler.pt").write_bytes(b"\0" * 3)
+    os.utime(folder / "extra", ns=(before.st_atime_ns, before.st_mtime_ns))  # ctime stays new
     with Store.open(root, clock) as store:
         assert "files changed less than" in (reason(store, "000010") or "")
         size = store.get_checkpoint("sim", "weights/000010").size_bytes
@@ -178,6 +212,77 @@ def test_a_folder_changed_just_before_a_look_keeps_no_listing(
     with folders_listed_under(root) as listed, Store.open(root, clock):
         pass
     assert checkpoint_folders_listed(listed) == ["runs/sim/weights/000010"]
+
+
+def set_listings(root: Path, listing_of_folder: Callable[[Path, bytes], bytes]) -> None:
+    """Replace each save's kept listing with `listing_of_folder(folder, kept)`."""
+    kept = listings(root)
+    with sqlite3.connect(Layout(root).meta_file) as db:
+        for name in SAVES:
+            folder, checkpoint_id = root / "runs/sim/weights" / name, f"weights/{name}"
+            listing = listing_of_folder(folder, kept[checkpoint_id] or b"")
+            db.execute(
+                "UPDATE checkpoints SET files_listing = ? WHERE checkpoint_id = ?",
+                (listing, checkpoint_id),
+            )
+    db.close()
+
+
+def text_listing(folder: Path, kept: bytes) -> bytes:
+    """A listing as versions before 2 kept it: the folder's ctime, then `f` and each name."""
+    names = sorted(path.name for path in folder.iterdir() if path.is_file())
+    assert len(names) == len(list(folder.iterdir()))  # no subfolder to write in the old form
+    return "\0".join([str(folder.lstat().st_ctime_ns), *("f" + name for name in names)]).encode()
+
+
+def test_a_listing_kept_by_an_older_version_is_walked_once_then_kept_anew(
+    root: Path, clock: FixedClock
+) -> None:
+    """An older version kept the names as text and made the fingerprint again from their
+    stats; this one compares kept stats. An old listing is not trusted: the first open walks
+    the folder (the files are the same: the checkpoint stays complete) and keeps a new one."""
+    set_listings(root, text_listing)
+    with folders_listed_under(root) as listed, Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+    assert checkpoint_folders_listed(listed) == [f"runs/sim/weights/{name}" for name in SAVES]
+    assert all(listing and listing[0] >= 0x80 for listing in listings(root).values())  # msgpack
+    with folders_listed_under(root) as listed, Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+    assert checkpoint_folders_listed(listed) == []
+
+
+def with_a_name_holding_nul(folder: Path, kept: bytes) -> bytes:
+    *start, files = msgspec.msgpack.decode(kept)
+    return msgspec.msgpack.encode([*start, [*files, [b"a\0b", files[0][1]]]])
+
+
+def damaged_text(folder: Path, kept: bytes) -> bytes:
+    return b"\xff\x00 not a listing"
+
+
+def another_version(folder: Path, kept: bytes) -> bytes:
+    return msgspec.msgpack.encode([3, *msgspec.msgpack.decode(kept)[1:]])
+
+
+def of_another_look(folder: Path, kept: bytes) -> bytes:
+    """A listing made with another fingerprint than the row's."""
+    version, fingerprint, *rest = msgspec.msgpack.decode(kept)
+    return msgspec.msgpack.encode([version, fingerprint + "0", *rest])
+
+
+@pytest.mark.parametrize(
+    "damage", [with_a_name_holding_nul, damaged_text, another_version, of_another_look]
+)
+def test_a_damaged_listing_is_walked_instead(
+    root: Path, clock: FixedClock, damage: Callable[[Path, bytes], bytes]
+) -> None:
+    """A listing that cannot be used (a name no path can hold, bytes that are no listing, a
+    version this one does not know, one made with another fingerprint than the row's) is no
+    error: the folder is walked (guards)."""
+    set_listings(root, damage)
+    with folders_listed_under(root) as listed, Store.open(root, clock) as store:
+        assert [reason(store, name) for name in SAVES] == [None, None]
+    assert checkpoint_folders_listed(listed) == [f"runs/sim/weights/{name}" for name in SAVES]
 
 
 def test_a_warm_open_opens_no_file_at_all(root: Path, clock: FixedClock) -> None:

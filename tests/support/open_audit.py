@@ -6,9 +6,10 @@ Python audit hook.
     assert opened == Counter()          # basename -> times opened
 
 Counts the `open` audit event (builtins.open, io.open, os.open) for paths under `root`
-except the store's own `.ckpt-tui/` (its SQLite file is opened by SQLite, not Python);
-`folders_listed_under` counts `os.scandir` and `os.listdir` by path relative to `root`. An
-audit hook cannot be removed: one is installed on first use and counts only inside the `with`.
+except the store's own `.ckpt-tui/` (its SQLite file is opened by SQLite, not Python) and
+folders opened as descriptors (`os.O_DIRECTORY`: no file is read); `folders_listed_under`
+counts `os.scandir` and `os.listdir` by path relative to `root`. An audit hook cannot be
+removed: one is installed on first use and counts only inside the `with`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ _installed = False
 def _hook(event: str, args: tuple[object, ...]) -> None:
     if not _watching or not args or not isinstance(args[0], (str, bytes)):
         return
+    if event == "open" and _opens_a_folder(args):
+        return  # a folder held open to stat names from, not a file read
     path = os.path.abspath(os.fsdecode(args[0]))
     for events, prefix, counts in _watching:
         if event not in events or not path.startswith(prefix):
@@ -40,6 +43,12 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
             counts[os.path.basename(path)] += 1
         elif event != "open":
             counts[os.path.relpath(path, prefix)] += 1
+
+
+def _opens_a_folder(args: tuple[object, ...]) -> bool:
+    """Whether an `open` event's (path, mode, flags) open a folder (`os.O_DIRECTORY`)."""
+    flags = args[2] if len(args) > 2 else None
+    return isinstance(flags, int) and bool(flags & os.O_DIRECTORY)
 
 
 @contextmanager
