@@ -76,9 +76,11 @@ def test_a_batch_opens_each_folder_it_deletes_from_once(
     opened = Counter[str]()
     real_open = os.open
 
-    def counting_open(path: str, *args: int, **kwargs: int | None) -> int:
+    def counting_open(
+        path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None
+    ) -> int:
         opened[os.path.basename(path)] += 1
-        return real_open(path, *args, **kwargs)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
 
     with Store.open(tmp_path / "s") as store:
         made = seed_store(store, runs=2, per_run=3)
