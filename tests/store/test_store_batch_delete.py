@@ -113,3 +113,29 @@ def test_a_folder_a_batch_moved_away_is_resolved_again_for_the_next_delete(
         folders.close()
     assert (slots[1] / trash.FILES / "inner" / "b").is_dir()
     assert not (slots[2] / trash.FILES).exists()
+
+
+def test_a_checkpoint_saved_from_outside_during_a_batch_is_listed_after_it(
+    tmp_path: Path,
+) -> None:
+    """After a batch, only the folders its deletes left are looked at again
+    (`RunEntry.signature_after`): a checkpoint saved meanwhile in another folder of the run
+    is still noticed, not taken for the store's own change."""
+    root = tmp_path / "s"
+    with Store.open(root) as store:
+        made = seed_store(store, runs=1, per_run=2)
+    sampler = root / "runs" / "run-000" / "sampler_weights"
+    sampler.mkdir()
+
+    def meanwhile(step: str) -> None:
+        if step == "move":
+            (sampler / "late").mkdir()
+            (sampler / "late" / "adapter.bin").write_bytes(b"x" * 16)
+            os.utime(sampler / "late" / "adapter.bin", (1e9, 1e9))  # long settled
+
+    with Store.open(root) as store:
+        store.delete_step_hook = meanwhile
+        assert store.delete_checkpoints([made[0]]) == [None]
+        store.delete_step_hook = None
+        listed_ids = {c.checkpoint_id for c in store.list_run_checkpoints("run-000")}
+    assert listed_ids == {made[1][1], "sampler_weights/late"}
