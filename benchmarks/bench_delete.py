@@ -10,7 +10,8 @@ by `ckpt-tui serve` in its own process behind a loopback proxy holding every req
 - `ckpt-tui prune --yes --delete-all-unprotected` (and no keep rule) deletes all of it;
 - with `--tinker VENV`, the official `tinker checkpoint delete PATH... -y` (32 threads) does;
 - `serve` alone, no proxy: this process sends the DELETEs itself, 32 in flight (`--in-flight`),
-  and reports deletes per second and `serve`'s CPU time per delete.
+  and reports deletes per second and `serve`'s CPU time per delete (all its threads, until
+  the deleted files are purged too); `--reps N` runs it N times on fresh copies, medians.
 Prints each one's wall time and deletes per second, and checks each store is empty after.
 With `--profile`, first runs `Store.delete_checkpoint` over a copy in this process under
 cProfile and says where a delete spends its time (SQLite, fsync, the trash, the rescan).
@@ -25,6 +26,7 @@ import cProfile
 import os
 import pstats
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,6 +178,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the store's deletes")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--serve-only", action="store_true", help="only serve alone, no proxy")
+    parser.add_argument("--reps", type=int, default=1, help="rounds of serve alone (medians)")
     parser.add_argument("--dir", type=Path, help="where to build the stores (default: a temp)")
     args = parser.parse_args()
     sizes = [(10, 100), (100, 100)] if args.large else [(10, 100)]
@@ -213,14 +216,16 @@ def compare(
     results: dict[str, float] = {}
     if not args.serve_only:
         through_proxy(copies, args, env, results)
-    paths = paths_of(copies["serve"])
-    with served(copies["serve"], args.ckpt_tui) as port:
-        cpu_before = children_cpu_seconds()
-        seconds = asyncio.run(delete_directly(port, paths, args.in_flight))
-        cpu = children_cpu_seconds() - cpu_before
-        results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
+    reps = [serve_alone(template, copies["serve"], rep, args) for rep in range(args.reps)]
+    for seconds, cpu in reps:
+        print(f"serve alone: {total / seconds:,.0f} deletes/s, {cpu / total * 1000:.3f} ms of CPU "
+              "per delete")  # fmt: skip
+    seconds = statistics.median(seconds for seconds, _ in reps)
+    cpu = statistics.median(cpu for _, cpu in reps)
+    results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
     per_delete = cpu / total * 1000
-    print(f"\nserve's CPU (all threads) while alone: {cpu:.2f} s, {per_delete:.2f} ms per delete")
+    print(f"\nserve's CPU (all threads) while alone, median of {len(reps)}: {cpu:.2f} s, "
+          f"{per_delete:.3f} ms per delete (with the purges after the last answer)")  # fmt: skip
     for name, seconds in results.items():
         print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
     for name in ("prune", "tinker", "serve"):
@@ -230,6 +235,38 @@ def compare(
     official = results.get("tinker checkpoint delete -y (proxy)")
     if official is not None and ours is not None:
         print(f"ckpt-tui is {official / ours:.2f}x the official CLI's speed")
+
+
+def serve_alone(
+    template: Path, first_copy: Path, rep: int, args: argparse.Namespace
+) -> tuple[float, float]:
+    """One round of `serve` alone on a fresh copy: the seconds until the last answer, and
+    `serve`'s CPU seconds until its files are purged too (`wait_for_purges`): a delete
+    answers before its files are removed, and stopping the count at the last answer would
+    leave out the purges still running."""
+    copy = first_copy if rep == 0 else first_copy.with_name(f"{first_copy.name}-{rep}")
+    if rep:
+        shutil.copytree(template, copy)
+        Store.open(copy).close()
+    paths = paths_of(copy)
+    with served(copy, args.ckpt_tui) as port:
+        cpu_before = children_cpu_seconds()
+        seconds = asyncio.run(delete_directly(port, paths, args.in_flight))
+        wait_for_purges(copy)
+        cpu = children_cpu_seconds() - cpu_before
+    if left_in(copy):
+        raise SystemExit(f"serve left {left_in(copy)} checkpoints in {copy}")
+    return seconds, cpu
+
+
+def wait_for_purges(store_dir: Path, timeout: float = 120.0) -> None:
+    """Until no slot of the store's trash holds deleted files."""
+    trash = store_dir / ".ckpt-tui" / "trash"
+    deadline = time.monotonic() + timeout
+    while any((slot / "files").exists() for slot in trash.iterdir()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"serve's purges did not finish within {timeout:.0f} s")
+        time.sleep(0.02)
 
 
 def through_proxy(

@@ -100,8 +100,12 @@ class Deleter:
             return [_failure(exc, entry) for entry in entries]
         self._step("prepare")
         outcomes: list[Path | StoreError] = []
-        for entry, slot in zip(entries, slots, strict=True):
-            outcomes.append(self._move(entry, slot, trash_fd))
+        folders = trash.BatchFolders(self._layout)
+        try:
+            for entry, slot in zip(entries, slots, strict=True):
+                outcomes.append(self._move(entry, slot, trash_fd, folders))
+        finally:
+            folders.close()
         moved = [(e, s) for e, s in zip(entries, outcomes, strict=True) if isinstance(s, Path)]
         try:
             trash.drop_intent(self._layout, intent, trash_fd)
@@ -178,11 +182,13 @@ class Deleter:
             )
         self._step("purge")
 
-    def _move(self, entry: CheckpointEntry, slot: Path, trash_fd: int | None) -> Path | StoreError:
+    def _move(
+        self, entry: CheckpointEntry, slot: Path, trash_fd: int | None, folders: trash.BatchFolders
+    ) -> Path | StoreError:
         """Step 2 for one: its slot, or the slot given back and an error saying why."""
         run_id, checkpoint_id = entry.key
         try:
-            trash.move(self._layout, entry.path, slot, trash_fd)
+            trash.move(self._layout, entry.path, slot, trash_fd, folders)
         except FileNotFoundError:
             self._spares.give_back(slot)  # still empty
             return NotFoundError(f"checkpoint {checkpoint_id!r} not found in run {run_id!r}")

@@ -103,12 +103,17 @@ def mtime_ns(path: str | Path) -> int | None:
 
 
 def run_signature(run_dir: str | Path) -> Signature:
-    """The mtimes that change when a checkpoint folder is added or removed in a run.
+    """The mtimes that change when a checkpoint folder is added or removed in a run."""
+    return tuple(mtime_ns(path) for path in signature_paths(run_dir))
+
+
+def signature_paths(run_dir: str | Path) -> tuple[str, ...]:
+    """The folders whose mtimes make `run_signature`, in its order.
 
     Plain strings, not Path objects: this runs for every run on each check for changes.
     """
     top = os.fspath(run_dir)
-    return (mtime_ns(top), *(mtime_ns(os.path.join(top, segment)) for segment in SEGMENTS))
+    return (top, *(os.path.join(top, segment) for segment in SEGMENTS))
 
 
 def measure_size(path: str | Path, top: os.stat_result | None = None) -> int:

@@ -8,6 +8,7 @@ through the store meanwhile (see `watcher.py`). Every method runs under the stor
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -136,14 +137,16 @@ class Ledger:
         run_ids = list(dict.fromkeys(entry.row.run_id for entry in entries))
         touched = dict.fromkeys(run_ids, now_us) if touch else None
         self.meta.apply(delete=[entry.key for entry in entries], touch=touched)
+        deleted: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
         for entry in entries:
             self.changes[entry.row.run_id] += 1
             self.index.remove(entry)
+            deleted[entry.row.run_id].add(os.fspath(entry.path))
         for run_id in run_ids:
             run = self.index.runs[run_id]
             if touch:
                 self.touch(run, now_us)
-            run.signature = run.current_signature()
+            run.signature = run.signature_after(deleted[run_id])
 
     def touch(self, run: RunEntry, now_us: int) -> None:
         run.last_change_us = now_us

@@ -173,26 +173,89 @@ def _trash_dir(layout: Layout, trash_fd: int | None) -> Iterator[int]:
         yield trash
 
 
-def move(layout: Layout, path: Path, slot: Path, trash_fd: int | None = None) -> None:
+def move(
+    layout: Layout,
+    path: Path,
+    slot: Path,
+    trash_fd: int | None = None,
+    folders: BatchFolders | None = None,
+) -> None:
     """Step 2: rename the checkpoint's folder (or file) into the slot.
 
     Refused for a link, for anything outside the store, for the root and for the store's own
     metadata folder. The rename acts on descriptors of both parent folders, so a folder on the
-    way swapped for a link meanwhile cannot redirect it.
+    way swapped for a link meanwhile cannot redirect it. With `folders`, the parent folder is
+    the batch's descriptor of it (`BatchFolders`).
     """
     parts = parts_inside(layout, path)
     if parts[0] == META_DIR:
         raise StoreError(f"refusing to delete {path}: it holds the store itself")
     name = parts[-1]
-    with opened_dir(layout, parts[:-1]) as parent, _slot_dir(layout, slot, trash_fd) as into:
+    with (
+        _parent_dir(layout, parts[:-1], folders) as parent,
+        _slot_dir(layout, slot, trash_fd) as into,
+    ):
         if _is_link(name, parent):
             raise StoreError(f"refusing to touch {path}: it is a symbolic link, not a folder")
         os.rename(name, FILES, src_dir_fd=parent, dst_dir_fd=into)
+        if folders is not None:
+            folders.moved_away(parts)
         if _is_link(FILES, into):  # swapped for a link after the check: that link was moved
             raise StoreError(
                 f"refusing to delete {path}: it was replaced by a symbolic link while being "
                 "deleted; nothing it points to was touched"
             )
+
+
+class BatchFolders:
+    """The folders a batch of deletes moves checkpoints out of, each opened once for the batch
+    (from the root down, one name at a time, no link followed, as `opened_dir` does; a folder
+    shares the descriptors of the folders above it) instead of once per delete: that was 8 of
+    a delete's ~40 system calls in `serve` (a run's checkpoints share their parent folder).
+    A folder is resolved once per batch, under the store's lock; one moved away by a delete
+    of the batch (`moved_away`) is forgotten with everything below it, so a later delete of
+    the batch resolves its path again, as it would alone. `close` closes them all."""
+
+    def __init__(self, layout: Layout) -> None:
+        self._layout = layout
+        self._open: dict[tuple[str, ...], int] = {}
+
+    def descriptor(self, parts: Sequence[str]) -> int:
+        """The folder `parts` below the root (the root itself for no parts), opened once."""
+        key = tuple(parts)
+        fd = self._open.get(key)
+        if fd is not None:
+            return fd
+        if not key:
+            fd = os.open(self._layout.real_root, DIR_FLAGS)
+        else:
+            above = self.descriptor(key[:-1])
+            fd = _open_child(above, key[-1], self._layout.root.joinpath(*key[:-1]))
+        self._open[key] = fd
+        return fd
+
+    def moved_away(self, parts: Sequence[str]) -> None:
+        """Forget `parts` and every folder opened below it (their paths now lead elsewhere)."""
+        size = len(parts)
+        gone = [key for key in self._open if key[:size] == tuple(parts)]
+        for key in gone:
+            os.close(self._open.pop(key))
+
+    def close(self) -> None:
+        while self._open:
+            os.close(self._open.popitem()[1])
+
+
+@contextmanager
+def _parent_dir(
+    layout: Layout, parts: Sequence[str], folders: BatchFolders | None
+) -> Iterator[int]:
+    """The folder `parts`: the batch's descriptor of it, or opened from the root down."""
+    if folders is not None:
+        yield folders.descriptor(parts)
+        return
+    with opened_dir(layout, parts) as parent:
+        yield parent
 
 
 def restore(layout: Layout, slot: Path, path: Path) -> None:
@@ -320,13 +383,17 @@ def remove_tree(parent: int, name: str) -> None:
     """Remove `name` in folder `parent` and everything under it; links are unlinked as links.
 
     An explicit stack of open folders (no recursion): each one is reached from its parent's
-    descriptor, so nothing is resolved by path twice.
+    descriptor, so nothing is resolved by path twice. What a folder holds is unlinked as its
+    listing says (`_listed`): only names listed as folders are opened as folders, and one
+    that has become a folder since is opened when its unlink is refused (opening every name
+    as a folder first cost a failed `open` and a Python exception per file: emptying a slot
+    of one file took 102 -> 91 us of CPU, of four 164 -> 157 us, medians of six here).
     """
     fd = open_subdir(parent, name)
     if fd is None:
         os.unlink(name, dir_fd=parent)
         return
-    frames = [(parent, name, fd, iter(_names(fd)))]
+    frames = [(parent, name, fd, iter(_listed(fd)))]
     try:
         while frames:
             above, folder_name, folder, children = frames[-1]
@@ -336,15 +403,39 @@ def remove_tree(parent: int, name: str) -> None:
                 os.close(folder)
                 os.rmdir(folder_name, dir_fd=above)
                 continue
-            sub = open_subdir(folder, child)
+            child_name, listed_as_folder = child
+            sub = open_subdir(folder, child_name) if listed_as_folder else None
             if sub is None:
-                with suppress(FileNotFoundError):
-                    os.unlink(child, dir_fd=folder)
-            else:
-                frames.append((folder, child, sub, iter(_names(sub))))
+                sub = _unlink_or_open(folder, child_name)
+            if sub is not None:
+                frames.append((folder, child_name, sub, iter(_listed(sub))))
     finally:
         for frame in frames:
             os.close(frame[2])
+
+
+def _unlink_or_open(folder: int, name: str) -> int | None:
+    """Unlink `name` (gone already is fine); if it is a folder after all, open it instead."""
+    try:
+        os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.EISDIR, errno.EPERM):  # what unlinking a folder fails with
+            raise
+        sub = open_subdir(folder, name)
+        if sub is None:
+            raise
+        return sub
+    return None
+
+
+def _listed(folder: int) -> list[tuple[str, bool]]:
+    """`_names`, each with whether the listing says it is a folder (never following a link:
+    the type is the listing's own, or an lstat where the file system gives none)."""
+    with os.scandir(folder) as entries:
+        listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    return sorted(listed, key=lambda item: item[0] != ORIGIN)
 
 
 def _names(folder: int) -> list[str]:
@@ -352,8 +443,7 @@ def _names(folder: int) -> list[str]:
     crash half-way through a purge never leaves an `origin.json` without its files, which
     `recover` would take for a delete still to be done (and a checkpoint made again under
     that name since would go)."""
-    with os.scandir(folder) as entries:
-        return sorted((entry.name for entry in entries), key=lambda name: name != ORIGIN)
+    return [name for name, _ in _listed(folder)]
 
 
 def recover(layout: Layout) -> list[Path]:
