@@ -1,4 +1,4 @@
-"""The client's CPU time per request in a bulk delete (what lanes of small pools are for).
+"""The client's CPU time per request in a bulk delete (what the aiohttp transport is for).
 
     python benchmarks/bench_client_cpu.py [--deletes 2000] [--in-flight 32] [--reps 3]
 

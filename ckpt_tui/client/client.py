@@ -34,6 +34,7 @@ from ckpt_tui.api_types import (
     WeightsInfo,
 )
 from ckpt_tui.client import paging
+from ckpt_tui.client.aiohttp_transport import AiohttpTransport
 from ckpt_tui.client.endpoint import Endpoint, check_base_url
 from ckpt_tui.client.errors import (
     BadRequestError,
@@ -44,7 +45,6 @@ from ckpt_tui.client.errors import (
     ReadOnlyError,
     decoded,
 )
-from ckpt_tui.client.lanes import LanesTransport, lane_count, lane_transport
 from ckpt_tui.client.pacing import DEFAULT_MAX_IN_FLIGHT, Pace
 from ckpt_tui.client.paging import Listing, Page, Progress
 from ckpt_tui.client.retry import Call, RetryPolicy, Target, send_with_retries
@@ -173,21 +173,21 @@ class CheckpointClient:
         self.session = Session(endpoint, self._send_start_up)
         self._timeouts = timeouts or Timeouts()
         self._transport = transport
-        self.lanes: LanesTransport | None = None
-        """Over the network, requests go over lanes of small pools (ckpt_tui.client.lanes):
-        enough for the pace's ceiling of changes and a listing's pages beside them. An
-        in-process transport has no pool to spare."""
+        self.network: AiohttpTransport | None = None
+        """Over the network, requests go through aiohttp (ckpt_tui.client.aiohttp_transport),
+        with connections enough for the pace's ceiling of changes and a listing's pages
+        beside them. An in-process transport has none."""
         if transport is None:
-            verify = tls_verification(endpoint.base_url)
-            self.lanes = LanesTransport(
-                lambda: lane_transport(endpoint.base_url, verify),
-                lane_count(self.pace.ceiling + PAGE_CONCURRENCY),
+            self.network = AiohttpTransport(
+                endpoint.base_url,
+                tls_verification(endpoint.base_url),
+                self.pace.ceiling + PAGE_CONCURRENCY,
             )
         self._http = httpx.AsyncClient(
             base_url=endpoint.base_url,
             headers={"User-Agent": f"ckpt-tui/{__version__}"},
             timeout=self._timeouts.to_httpx(),
-            transport=transport or self.lanes,
+            transport=transport or self.network,
             auth=self.session,
         )
 

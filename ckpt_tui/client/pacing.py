@@ -6,7 +6,8 @@ at its own pace. Every attempt of a change takes a slot; the limit on slots
 - starts moderate (`START`, or the ceiling if lower),
 - grows while latency holds: after a round (as many answers as the limit), if the round's
   median latency is within `SLOWER` times the fastest seen (plus `SLACK`), doubling until the
-  first sign of trouble, then one more slot per round;
+  first sign of trouble, then by a quarter per round (one slot a round, after a noisy first
+  round, took 2.5 s of a 6 s prune of 1,000 to go from 6 to 32);
 - after a round whose latency did not hold: stays while the round's rate (its answers over
   the time it took) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
   higher limit raised it by `RATE_RISES`, so a backend that gets more done with more at once
@@ -28,9 +29,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-DEFAULT_MAX_IN_FLIGHT = 64
-"""The ceiling when the config file sets none: twice what the official CLI sends at once (32
-threads), so a backend that sustains more gets more; the pace finds how many it does."""
+DEFAULT_MAX_IN_FLIGHT = 128
+"""The ceiling when the config file sets none: four times what the official CLI sends at once
+(32 threads), so a backend that sustains more gets more; the pace finds how many it does.
+Through 50 ms of latency a backend that deletes 1,000-2,000 a second needs 50-100 in flight
+(Little's law): at a ceiling of 64 the pace sat at the ceiling, and `prune --yes` deleted
+10,000 at 754 and 804/s against 1,046 and 905/s at 128, 1,000 at 432 and 474/s against 582
+and 635/s (`benchmarks/bench_delete.py --large`, turn about, load 5-6)."""
 START = 8
 SLOWER = 2.0
 SLACK = 0.05
@@ -170,7 +175,7 @@ class Pace:
         # more in flight than the round before: did it buy more done per second?
         grew, self._last_limit = self.limit > self._last_limit, self.limit
         if median <= self._fastest * SLOWER + SLACK:
-            grown = self.limit * 2 if self._growing_fast else self.limit + 1
+            grown = self.limit * 2 if self._growing_fast else self.limit + self._quarter
             self._set(min(self.ceiling, grown), "latency holds")
         elif best is not None and rate >= best * RATE_HOLDS:
             # Slower answers, but as many or more done per second: a backend that does more
@@ -179,12 +184,16 @@ class Pace:
             # the rate.
             self._growing_fast = False
             if grew and rate > best * RATE_RISES:
-                self._set(min(self.ceiling, self.limit + max(1, self.limit // 4)), "rate rises")
+                self._set(min(self.ceiling, self.limit + self._quarter), "rate rises")
             else:
                 self._set(self.limit, "rate holds")
         else:
             self._growing_fast = False
             self._set(max(1, self.limit * 3 // 4), "slower")
+
+    @property
+    def _quarter(self) -> int:
+        return max(1, self.limit // 4)
 
     def _set(self, limit: int, why: str) -> None:
         """A new limit starts a new round (the latencies of the old one no longer apply)."""

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ckpt_tui.cli import main
+from ckpt_tui.client.aiohttp_transport import AiohttpTransport
 from ckpt_tui.server import create_app
 from ckpt_tui.server.tokens import JwtIssuer
 from ckpt_tui.store import Store
@@ -270,10 +271,10 @@ def test_a_library_error_that_quotes_the_key_is_shown_without_it(
     """h11 refuses a header by quoting it ("Illegal header value b'tml-...'"): what httpx
     says reaches the user without the quoted value."""
 
-    async def refuse_the_header(self: httpx.AsyncHTTPTransport, request: httpx.Request) -> None:
+    async def refuse_the_header(self: AiohttpTransport, request: httpx.Request) -> None:
         raise httpx.LocalProtocolError(f"Illegal header value {request.headers['x-api-key']!r}")
 
-    monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", refuse_the_header)
+    monkeypatch.setattr(AiohttpTransport, "handle_async_request", refuse_the_header)
     key = f"tml-{MARKER}-key"
     for command in COMMANDS:
         code = main(["--no-tinker", "--url", boxes.good, "--api-key", key, *command])

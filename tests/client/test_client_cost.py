@@ -1,9 +1,8 @@
-"""What one request costs the client: nothing it sends imports a module, and requests go
-over small connection pools under the backend's one httpx client (ckpt_tui.client.lanes).
-Both were found measuring `prune --yes`: httpcore tried `import sniffio` at every request
-(missing since anyio 4.12 stopped bringing it), a failed import that searches sys.path each
-time, and one pool of 32 connections cost its expiry check on each connection at each
-request."""
+"""What one request costs the client: nothing it sends imports a module, and the backend's
+one httpx client sends over aiohttp (ckpt_tui.client.aiohttp_transport). Both were found
+measuring `prune --yes`: httpcore tried `import sniffio` at every request (missing since
+anyio 4.12 stopped bringing it), a failed import that searches sys.path each time, and
+httpcore's pool and h11 cost 1.1-1.4 ms of CPU per request where aiohttp costs about half."""
 
 from __future__ import annotations
 
@@ -18,8 +17,8 @@ import httpx
 import pytest
 
 from ckpt_tui.client import CheckpointClient, Endpoint, run_bulk
+from ckpt_tui.client.aiohttp_transport import environment_proxy
 from ckpt_tui.client.client import PAGE_CONCURRENCY
-from ckpt_tui.client.lanes import LANE_WIDTH, LanesTransport, environment_proxy, lane_count
 from ckpt_tui.store import Store
 from tests.support.seed import seed_store
 
@@ -58,37 +57,38 @@ async def test_requests_look_for_no_module(server_url: str, made: list[str]) -> 
     assert watch.names == []
 
 
-def test_a_ceiling_is_spread_over_lanes_of_a_few_connections() -> None:
-    assert lane_count(1) == 1
-    assert lane_count(LANE_WIDTH) == 1
-    assert lane_count(LANE_WIDTH + 1) == 2
-    assert lane_count(32) == 32 // LANE_WIDTH
+class Missing:
+    """A meta path finder that says `name` is not installed (as anyio 4.12+ left sniffio)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name == self.name:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
 
 
-async def test_each_request_takes_the_least_busy_lane_until_its_answer_is_closed() -> None:
-    made: list[httpx.MockTransport] = []
-
-    def make() -> httpx.MockTransport:
-        made.append(httpx.MockTransport(lambda request: httpx.Response(200, content=b"ok")))
-        return made[-1]
-
-    lanes = LanesTransport(make, 3)
-    async with httpx.AsyncClient(transport=lanes, base_url="http://backend") as http:
-        held = [await http.send(http.build_request("GET", "/"), stream=True) for _ in range(3)]
-        assert lanes.busy == [1, 1, 1]
-        fourth = await http.send(http.build_request("GET", "/"), stream=True)
-        assert sorted(lanes.busy) == [1, 1, 2]
-        for answer in [*held, fourth]:
-            await answer.aclose()
-        assert lanes.busy == [0, 0, 0]
-        await http.get("/")  # read and closed at once
-        assert lanes.busy == [0, 0, 0]
-        assert lanes.sent == [3, 1, 1]
-        assert lanes.made == len(made) == 3
-    assert lanes.made == 0  # closing the client closed its lanes
+async def test_requests_look_for_no_module_even_without_sniffio(
+    server_url: str, made: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard above still catches what it was written for: with sniffio missing, httpx's
+    own transport (httpcore) looked for it at every request, and this test failed (1940b28,
+    465b174); over aiohttp nothing looks for it."""
+    monkeypatch.delitem(sys.modules, "sniffio")
+    monkeypatch.setattr(sys, "meta_path", [Missing("sniffio"), *sys.meta_path])
+    async with CheckpointClient(Endpoint.remote(server_url)) as client:
+        await client.delete_checkpoint(made[0])
+        with imports_watched() as watch:
+            for path in made[2:8]:
+                await client.delete_checkpoint(path)
+            await client.list_checkpoints(limit=5)
+    assert watch.names == []
 
 
-async def test_one_backend_is_one_httpx_client_whose_requests_spread_over_lanes(
+async def test_one_backend_is_one_httpx_client_over_one_aiohttp_session(
     server_url: str, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = [f"tinker://{run}/{cid}" for run, cid in seed_store(store, runs=2, per_run=40)]
@@ -106,21 +106,21 @@ async def test_one_backend_is_one_httpx_client_whose_requests_spread_over_lanes(
         await asyncio.gather(*(client.list_checkpoints(limit=5) for _ in range(4)))
         assert all(outcome.ok for outcome in outcomes)
         assert len(made) == 1  # the changes, the reads and the start-up: one client
-        lanes = client.lanes
-        assert lanes is not None
-        assert len(lanes.sent) == lane_count(64 + PAGE_CONCURRENCY)
-        assert lanes.made > 1 and sum(lanes.sent) >= len(paths) + 4
-        assert lanes.busy == [0] * len(lanes.busy)
+        network = client.network
+        assert network is not None and network.session is not None
+        assert network.session.connector is not None
+        assert network.session.connector.limit == 64 + PAGE_CONCURRENCY
     assert made[0].is_closed
+    assert network.session is None  # closed with the client
 
 
-def test_an_in_process_backend_has_no_lanes() -> None:
+def test_an_in_process_backend_has_no_network_transport() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(200))
     client = CheckpointClient(Endpoint.remote("http://backend"), transport=transport)
-    assert client.lanes is None
+    assert client.network is None
 
 
-def test_lanes_use_the_proxy_the_environment_names_as_httpx_would(
+def test_the_proxy_is_the_one_the_environment_names_as_httpx_would(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):

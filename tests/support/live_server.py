@@ -45,11 +45,13 @@ def _wait_started(server: uvicorn.Server, thread: threading.Thread) -> None:
 
 
 @contextmanager
-def run_server(app: Any, *, log_level: str = "warning") -> Iterator[str]:
-    """Serve `app` with uvicorn until the block ends; yield its base URL (no trailing slash)."""
+def run_server(app: Any, *, log_level: str = "warning", **options: Any) -> Iterator[str]:
+    """Serve `app` with uvicorn until the block ends; yield its base URL (no trailing slash).
+
+    `options` go to `uvicorn.Config` (`ssl_certfile=..., ssl_keyfile=...`: served over TLS)."""
     sock = bind_loopback_socket()
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=False)
+    config = uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=False, **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True
@@ -57,7 +59,7 @@ def run_server(app: Any, *, log_level: str = "warning") -> Iterator[str]:
     thread.start()
     try:
         _wait_started(server, thread)
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if 'ssl_certfile' in options else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(SHUTDOWN_TIMEOUT)

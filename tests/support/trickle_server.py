@@ -4,6 +4,10 @@ any read timeout, so only a deadline on the whole request ends the wait.
 
     with trickle_server() as server:
         ...  # server.url; server.requests counts the requests it was sent
+
+`trickle_server(then_close=[ANSWER, ...])` sends the Nth request the Nth ANSWER's bytes
+instead (the last one from then on), e.g. none, or headers and part of a body, and closes
+the connection: a server that dies mid-answer.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class TrickleServer:
     url: str
     requests: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    then_close: list[bytes] | None = None
 
 
 def _serve(server: TrickleServer, connection: socket.socket) -> None:
@@ -37,6 +42,9 @@ def _serve(server: TrickleServer, connection: socket.socket) -> None:
                 return
             received += chunk
         server.requests += 1
+        if server.then_close is not None:
+            connection.sendall(server.then_close[min(server.requests, len(server.then_close)) - 1])
+            return
         try:
             connection.sendall(HEADERS)
             while not server.stop.wait(BYTE_EVERY):
@@ -55,10 +63,10 @@ def _accept(server: TrickleServer, listener: socket.socket) -> None:
 
 
 @contextmanager
-def trickle_server() -> Iterator[TrickleServer]:
+def trickle_server(then_close: list[bytes] | None = None) -> Iterator[TrickleServer]:
     listener = bind_loopback_socket()
     listener.listen()
-    server = TrickleServer(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    server = TrickleServer(f"http://127.0.0.1:{listener.getsockname()[1]}", then_close=then_close)
     acceptor = threading.Thread(target=_accept, args=(server, listener), daemon=True)
     acceptor.start()
     try:

@@ -13,8 +13,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-import httpx
+import aiohttp
 import pytest
 from rich.pretty import pretty_repr
 from textual.worker import WorkerFailed
@@ -67,8 +68,10 @@ class LibraryFault(OverflowError):
     """What the connection raises: not a ClientError, so nothing on the way catches it."""
 
 
-async def failing_connection(self: httpx.AsyncHTTPTransport, request: httpx.Request) -> None:
-    sent = request.headers.get("x-api-key")  # a library's frame may hold the key as a str
+async def failing_connection(
+    self: aiohttp.ClientSession, method: str, url: object, **options: Any
+) -> None:
+    sent = dict(options["headers"]).get("X-API-Key")  # a library's frame may hold the key
     raise LibraryFault(f"the connection failed ({len(sent or '')} bytes of key sent)")
 
 
@@ -87,7 +90,7 @@ async def test_a_crash_prints_its_traceback_without_any_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     app = app_on([configured(tmp_path, box_url, KEY, monkeypatch)], None, clock)
-    monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", failing_connection)
+    monkeypatch.setattr(aiohttp.ClientSession, "request", failing_connection)
     screens: list[str] = []
     with pytest.raises(WorkerFailed):  # the load's worker failed with LibraryFault
         async with app.run_test() as pilot:
@@ -118,7 +121,7 @@ async def test_no_frame_of_a_request_holds_the_key_as_text(
 ) -> None:
     """Behind the traceback without locals: were locals ever shown, the key is a Secret in
     every frame of ckpt-tui (the start-up and the request alike)."""
-    monkeypatch.setattr(httpx.AsyncHTTPTransport, "handle_async_request", failing_connection)
+    monkeypatch.setattr(aiohttp.ClientSession, "request", failing_connection)
     async with CheckpointClient(Endpoint.remote(box_url, KEY, "$BK")) as client:
         with pytest.raises(LibraryFault) as raised:
             await client.list_training_runs()

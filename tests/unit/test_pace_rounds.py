@@ -47,3 +47,19 @@ async def test_slower_answers_that_get_less_done_lose_a_quarter() -> None:
         await one_round(pace, clock, 0.08)
     await one_round(pace, clock, 0.8)  # then ten times slower: a tenth the rate
     assert pace.history[-1] == (24, "slower")
+
+
+async def test_after_a_slow_round_the_limit_grows_by_a_quarter_a_round() -> None:
+    """A noisy first round (a cold start) ended the doubling; one more slot a round then
+    took 26 rounds from 6 to 32, longer than the rest of a 1,000-delete prune."""
+    clock = Ticks()
+    pace = Pace(128, clock=clock)
+    await one_round(pace, clock, 0.08)  # the fastest answer: 80 ms
+    await one_round(pace, clock, 0.8)  # one slow round, the rate down to a tenth
+    assert pace.history[-1] == (12, "slower")
+    rounds = 0
+    while pace.limit < 64:
+        await one_round(pace, clock, 0.08)
+        rounds += 1
+    assert [limit for limit, _ in pace.history[2:5]] == [15, 18, 22]
+    assert rounds == 9  # one slot a round: 52
