@@ -280,6 +280,11 @@ def through_proxy(
         url = f"http://{LOOPBACK}:{proxy.port}"
         argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
         results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+        if proxy.deletes_from is not None and proxy.answered_at is not None:
+            # The command's start, listing and plan are not deleting: the rate of its part
+            # that deletes is the one to set beside `serve` alone's.
+            deleting = proxy.answered_at - proxy.deletes_from
+            results["  its deleting part (first DELETE to last answer)"] = deleting
     if "tinker" not in copies:
         return
     paths = paths_of(copies["tinker"])

@@ -48,6 +48,9 @@ class LatencyProxy:
         self.upstream_port = upstream_port
         self.latency = latency
         self.port = 0
+        self.deletes_from: float | None = None
+        """When the first DELETE came (perf_counter), and when the last answer after it left."""
+        self.answered_at: float | None = None
         self._server: asyncio.Server | None = None
         self._ready = threading.Event()
         self._loop = asyncio.new_event_loop()
@@ -91,8 +94,8 @@ class LatencyProxy:
             return
         try:
             await asyncio.gather(
-                self._pipe(client_r, server_w, self.latency),
-                self._pipe(server_r, client_w, 0.0),
+                self._pipe(client_r, server_w, self.latency, asking=True),
+                self._pipe(server_r, client_w, 0.0, asking=False),
                 return_exceptions=True,
             )
         except asyncio.CancelledError:
@@ -100,10 +103,19 @@ class LatencyProxy:
             return
 
     async def _pipe(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        delay: float,
+        *,
+        asking: bool,
     ) -> None:
         try:
             while data := await reader.read(1 << 16):
+                if asking and self.deletes_from is None and data.startswith(b"DELETE "):
+                    self.deletes_from = time.perf_counter()
+                if not asking and self.deletes_from is not None:
+                    self.answered_at = time.perf_counter()
                 if delay:
                     await asyncio.sleep(delay)
                 writer.write(data)
