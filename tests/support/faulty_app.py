@@ -9,6 +9,7 @@ benchmarks.
     faulty.delay = 0.05                         # every request waits 50 ms first
     gate = faulty.hold(method="PUT")            # matching requests wait until gate.set()
     gate = faulty.hold(method="DELETE", after=8)  # the first 8 go through, the rest wait
+    gate = faulty.hold(method="GET", query="limit=1")  # only GETs asking exactly that wait
     faulty.gather(3, method="DELETE")           # the next 3 wait until all 3 are in
     faulty.slow_after(100, clock, method="DELETE")  # after 100, each one costs a virtual second
 
@@ -65,7 +66,9 @@ class FaultyApp:
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
-        self._holds: list[tuple[str | None, int, threading.Event]] = []
+        self._holds: list[tuple[str | None, int, threading.Event, str | None]] = []
+        self.held = 0
+        """Requests waiting at a hold now."""
         self.in_flight = 0
         self.most_in_flight = 0
         self._gathering: tuple[str | None, int, asyncio.Event, int] | None = None
@@ -103,11 +106,14 @@ class FaultyApp:
         self._rules.clear()
         self.failing_names = set()
 
-    def hold(self, method: str | None = None, after: int = 0) -> threading.Event:
+    def hold(
+        self, method: str | None = None, after: int = 0, query: str | None = None
+    ) -> threading.Event:
         """Matching requests, after the first `after` of them, wait until the returned event
-        is set (the server runs in a thread)."""
+        is set (the server runs in a thread). With `query`, only requests whose query string
+        is exactly that match (and `after` does not apply)."""
         gate = threading.Event()
-        self._holds.append((method, after, gate))
+        self._holds.append((method, after, gate, query))
         return gate
 
     def gather(self, count: int, method: str | None = None) -> None:
@@ -152,9 +158,16 @@ class FaultyApp:
         self._slow_down(method)
         if self.delay > 0:
             await asyncio.sleep(self.delay)
-        for held_method, after, gate in self._holds:
-            if held_method in (None, method) and self.count(held_method) > after:
-                await asyncio.to_thread(gate.wait)
+        asked = bytes(scope.get("query_string", b"")).decode("latin-1")
+        for held_method, after, gate, query in self._holds:
+            if held_method not in (None, method):
+                continue
+            if (query is None and self.count(held_method) > after) or query == asked:
+                self.held += 1
+                try:
+                    await asyncio.to_thread(gate.wait)
+                finally:
+                    self.held -= 1
         rule = next((r for r in self._rules if r.take(method, path)), None)
         if rule is not None:
             if rule.perform_first:

@@ -36,6 +36,7 @@ from tests.support.tui import (
     shown,
     shows_path,
 )
+from tests.support.waiting import until
 
 KEYS = {"box1": "tml-box-one", "box2": "tml-box-two"}
 
@@ -126,6 +127,28 @@ async def test_each_backend_loads_on_its_own_and_r_retries_the_failed_one(
         box1 = screen_of(app).fleet.totals()["box1"]
         assert totals.checkpoints == 2 * box1.checkpoints + 2  # two demos and two saves
         assert f"{totals.checkpoints:,} checkpoints" in header(app)
+
+
+async def test_the_view_shows_whole_while_a_backend_still_measures_its_latency(
+    fleet: Fleet, clock: FixedClock
+) -> None:
+    """A load ends with its list: the one small request that measures the backend's latency
+    for the header comes after it, and the whole view (with the sorting ahead of the keys)
+    does not wait for that answer, however slow it is."""
+    gate = fleet.faulty.hold(method="GET", query="limit=1&offset=0")  # box2's latency check
+    app = fleet.app(clock)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        try:
+            await until(lambda: fleet.faulty.held == 1, pilot.pause)
+            await until(lambda: not screen.fetching and screen.whole_shown, pilot.pause)
+            assert screen.fleet.state("box2").latency is None  # its answer is still held
+            assert "box2 ✓" in header(app)
+            assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
+        finally:
+            gate.set()
+        await settle(pilot)
+        assert screen.fleet.state("box2").latency is not None
 
 
 async def test_a_backend_row_folds_with_enter_and_f(fleet: Fleet, clock: FixedClock) -> None:

@@ -126,8 +126,8 @@ class FeedScreen(Screen[None]):
         progress = tuple((name if several else "", message.progress.get(name)) for name in names)
         self.refreshing, self.progress = not first, progress
         if not message.loads and self.complete_due:
-            # A load counts as running until its latency is measured, after its BackendLoaded:
-            # the last backend to load may have found another one still "loading" then.
+            # A load counts as running until just after its BackendLoaded: the last backend
+            # to load may have found another one still "loading" then.
             self.complete_due = False
             self.show_complete(self.fleet)
 

@@ -123,14 +123,22 @@ class SnapshotFeed:
                 )
             )
             self.post(BackendLoaded(state))
+            # The list is whole: the view need not wait for what follows (with several
+            # backends, the complete view waits until none is loading).
+            self.end_load(name, number)
             if await asyncio.to_thread(refresh_metrics, self.services.metrics_cache):
                 self.post(MetricsRead())  # a refresh reads the loss curves' new lines too
-            # The view is whole already; the header's latency follows one request later.
+            # The header's latency follows one request later.
             await self.measure(name, connection)
         finally:
-            if self.loads.get(name) == number:
-                del self.loads[name]
-                self.loading_changed()
+            self.end_load(name, number)
+
+    def end_load(self, name: str, number: int) -> None:
+        """Load `number` of backend `name` no longer counts as loading (unless a newer load
+        of it began meanwhile)."""
+        if self.loads.get(name) == number:
+            del self.loads[name]
+            self.loading_changed()
 
     def page(self, name: str, snapshot: Snapshot) -> None:
         self.post(PagesArrived(name, snapshot))
