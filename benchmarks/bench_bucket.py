@@ -34,7 +34,6 @@ object. `--only-prune` skips the listings.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import multiprocessing
 import os
@@ -170,18 +169,9 @@ class CountingProxy(LatencyProxy):
         elif kind == "DeleteObjects":
             self.last_delete = time.perf_counter()
 
-    async def _pipe(  # type: ignore[no-untyped-def]
-        self, reader, writer, delay: float
-    ) -> None:
-        try:
-            while data := await reader.read(1 << 16):
-                if delay:
-                    self.count(data)
-                    await asyncio.sleep(delay)
-                writer.write(data)
-                await writer.drain()
-        finally:
-            writer.close()
+    def asked(self, data: bytes) -> None:
+        super().asked(data)
+        self.count(data)
 
 
 def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> ScreenTimes:

@@ -94,28 +94,34 @@ class LatencyProxy:
             return
         try:
             await asyncio.gather(
-                self._pipe(client_r, server_w, self.latency, asking=True),
-                self._pipe(server_r, client_w, 0.0, asking=False),
+                self._pipe(client_r, server_w, self.latency),
+                self._pipe(server_r, client_w, 0.0),
                 return_exceptions=True,
             )
         except asyncio.CancelledError:
             # closing the proxy: end quietly (asyncio logs a connection task that was cancelled)
             return
 
+    def asked(self, data: bytes) -> None:
+        """A chunk a client sent (a request, or part of one)."""
+        if self.deletes_from is None and data.startswith(b"DELETE "):
+            self.deletes_from = time.perf_counter()
+
+    def answered(self) -> None:
+        """A chunk of an answer went back."""
+        if self.deletes_from is not None:
+            self.answered_at = time.perf_counter()
+
     async def _pipe(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        delay: float,
-        *,
-        asking: bool,
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float
     ) -> None:
+        """Client to server (delayed) or server to client."""
         try:
             while data := await reader.read(1 << 16):
-                if asking and self.deletes_from is None and data.startswith(b"DELETE "):
-                    self.deletes_from = time.perf_counter()
-                if not asking and self.deletes_from is not None:
-                    self.answered_at = time.perf_counter()
+                if delay:
+                    self.asked(data)
+                else:
+                    self.answered()
                 if delay:
                     await asyncio.sleep(delay)
                 writer.write(data)
