@@ -25,6 +25,7 @@ import asyncio
 import cProfile
 import os
 import pstats
+import resource
 import shutil
 import statistics
 import subprocess
@@ -101,6 +102,12 @@ def children_cpu_seconds() -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             spent += int(fields[11]) + int(fields[12])  # utime and stime, in clock ticks
     return spent / os.sysconf("SC_CLK_TCK")
+
+
+def waited_children_cpu_seconds() -> float:
+    """User and system CPU seconds of this process's children that ended (the prune timed)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 async def delete_directly(port: int, paths: list[str], in_flight: int) -> float:
@@ -279,7 +286,17 @@ def through_proxy(
     with served(copies["prune"], args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
         url = f"http://{LOOPBACK}:{proxy.port}"
         argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
-        results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+        serve_before, proxy_before = children_cpu_seconds(), time.process_time()
+        prune_before = waited_children_cpu_seconds()
+        seconds = results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+        cpu = {
+            "prune": waited_children_cpu_seconds() - prune_before,
+            "serve": children_cpu_seconds() - serve_before,
+            "the proxy": time.process_time() - proxy_before,
+        }
+        spent = ", ".join(f"{name} {used:.2f} s" for name, used in cpu.items())
+        # What the three took of the two cores: the share left for anything else.
+        print(f"CPU while prune ran ({seconds:.2f} s): {spent}; {sum(cpu.values()):.2f} s in all")
         if proxy.deletes_from is not None and proxy.answered_at is not None:
             # The command's start, listing and plan are not deleting: the rate of its part
             # that deletes is the one to set beside `serve` alone's.
