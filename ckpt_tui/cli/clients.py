@@ -56,13 +56,15 @@ def client_for(
     retry: RetryPolicy | None = None,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     open_later: bool = False,
+    keep_store_id: bool = False,
 ) -> CheckpointClient:
     """Like `open_client`, but a local store is opened here and now (blocking); or with
     `open_later` (the app), by its first request, in a worker thread (`OpenedOnFirstRequest`).
+    `keep_store_id`: see `bucket_transport`.
     """
     opener: Callable[[], Opened] | None = None
     if backend.local_bucket is not None:
-        opener = partial(bucket_transport, backend, readonly)
+        opener = partial(bucket_transport, backend, readonly, keep_store_id)
     elif backend.local_store is not None:
         opener = partial(local_transport, backend.local_store, readonly)
     local: Opened | None = None
@@ -168,8 +170,11 @@ def local_transport(store_path: Path, readonly: bool = False) -> Opened:
     return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
 
 
-def bucket_transport(endpoint: Endpoint, readonly: bool = False) -> Opened:
-    """`local_transport` for a bucket location: the same app over a `BucketStore`."""
+def bucket_transport(
+    endpoint: Endpoint, readonly: bool = False, keep_store_id: bool = False
+) -> Opened:
+    """`local_transport` for a bucket location: the same app over a `BucketStore`. With
+    `keep_store_id` (a command about to change it), the bucket keeps its store id first."""
     from ckpt_tui.server import create_app
     from ckpt_tui.store import StoreError
     from ckpt_tui.store.bucket.opening import open_bucket_store
@@ -182,6 +187,7 @@ def bucket_transport(endpoint: Endpoint, readonly: bool = False) -> Opened:
             region=endpoint.bucket_region,
             readonly=readonly,
             first_look_behind=True,  # the app paints while the bucket is read; reads wait
+            keep_store_id=keep_store_id,
         )
     except StoreError as exc:
         message = f"could not open local store {location}: {exc}"

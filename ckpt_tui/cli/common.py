@@ -111,11 +111,12 @@ def check_local_folder(folder: Path) -> None:
     )
 
 
-def connect(setup: Setup, *, open_later: bool = False) -> Connection:
+def connect(setup: Setup, *, open_later: bool = False, changing: bool = False) -> Connection:
     """The backend with its own client; when it cannot have one (its key is not there, its
     store does not open), a client that sends nothing and the reason as its problem. With
     `open_later` (the app), a local store opens on its first request (`client_for`), and
-    one that does not open fails every request with the reason."""
+    one that does not open fails every request with the reason. `changing`: the command is
+    about to change the backends (a bucket keeps its store id first: `bucket_transport`)."""
     problem = setup.problem
     if problem is None:
         try:
@@ -125,6 +126,7 @@ def connect(setup: Setup, *, open_later: bool = False) -> Connection:
                 readonly=backend.readonly,
                 max_in_flight=backend.max_in_flight,
                 open_later=open_later,
+                keep_store_id=changing,
             )
         except ClientError as exc:
             problem = failure_text(exc)
@@ -169,10 +171,13 @@ def refusing_client(problem: str) -> CheckpointClient:
 
 
 @asynccontextmanager
-async def opened(setups: Sequence[Setup]) -> AsyncIterator[list[Connection]]:
+async def opened(
+    setups: Sequence[Setup], *, changing: bool = False
+) -> AsyncIterator[list[Connection]]:
     """Every backend's connection, closed on the way out; local stores open side by side
-    in worker threads."""
-    connections = list(await asyncio.gather(*(asyncio.to_thread(connect, s) for s in setups)))
+    in worker threads. `changing`: see `connect`."""
+    opening = (asyncio.to_thread(connect, s, changing=changing) for s in setups)
+    connections = list(await asyncio.gather(*opening))
     try:
         yield connections
     finally:

@@ -194,7 +194,9 @@ async def prune(
     read-only backend's part is refused. `progress_for(total)` gives the line that shows how
     the deletes of all backends together go (None: none).
     """
-    async with opened(setups) as connections:
+    # A bucket keeps its store id before a prune that deletes compares the backends: one
+    # bucket at two endpoints is then refused as one store.
+    async with opened(setups, changing=job.execute) as connections:
         fleet = await load_fleet(connections, settings)
         one_store = await one_store_problem(connections)  # after the load: just before acting
         if one_store is not None:

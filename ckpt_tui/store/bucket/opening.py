@@ -19,10 +19,11 @@ def open_bucket_store(
     settle_seconds: float = SETTLE_SECONDS,
     readonly: bool = False,
     first_look_behind: bool = False,
+    keep_store_id: bool = False,
 ) -> BucketStore:
     """The store at bucket location `text`, read once; StoreError saying why it cannot be
     opened (a bucket that cannot be listed opens, with that problem: see `BucketStore`;
-    `first_look_behind`: see `BucketStore.open_bucket`)."""
+    `first_look_behind`, `keep_store_id`: see `BucketStore.open_bucket`)."""
     try:
         location = parse_location(text, endpoint, region)
     except UnsupportedLocationError as exc:
@@ -39,4 +40,5 @@ def open_bucket_store(
         settle_seconds=settle_seconds,
         readonly=readonly,
         first_look_behind=first_look_behind,
+        keep_store_id=keep_store_id,
     )

@@ -17,6 +17,7 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,8 @@ from ckpt_tui.store.store import Store
 from ckpt_tui.store.times import to_us
 from ckpt_tui.store.writer import Writer
 from ckpt_tui.timekeeping.clock import SYSTEM_CLOCK, Clock
+
+logger = logging.getLogger("ckpt_tui.store")
 
 NO_FOLDER = Path("/dev/null/bucket-store")
 """The layout root of a bucket store: no file operation can succeed under it (ENOTDIR)."""
@@ -81,10 +84,14 @@ class BucketStore(Store):
         settle_seconds: float = SETTLE_SECONDS,
         readonly: bool = False,
         first_look_behind: bool = False,
+        keep_store_id: bool = False,
     ) -> BucketStore:
         """Open the store on `storage`'s prefix, finish the deletes a crash interrupted
         (read-only: report them), read it once (a failed listing is a problem of the store,
         `problems()`, not an error: its lists say they are incomplete) and sweep.
+
+        `keep_store_id` (a command about to change the store): keep its id in the bucket
+        first, if it keeps none (see `_keep_store_id`). An open that only looks writes none.
 
         `first_look_behind` (the app's in-process backends): the first look and sweep run in
         a thread of their own, already holding the store's lock when this returns, so the
@@ -93,6 +100,8 @@ class BucketStore(Store):
         store = cls(storage, clock, settle_seconds, readonly)
         try:
             with store.guard.held():
+                if keep_store_id and not readonly:
+                    store._keep_store_id()
                 store._changes.recover(readonly)
                 if isinstance(store._watcher, BucketWatcher):
                     store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
@@ -104,6 +113,15 @@ class BucketStore(Store):
         if first_look_behind:
             store._look_behind()
         return store
+
+    def _keep_store_id(self) -> None:
+        """Keep the store id in the bucket (one create-only write; the first writer's id
+        wins). Until a bucket keeps one, each endpoint reports an id made from itself, and
+        one bucket reached at two endpoints (directly and through a proxy) is two stores."""
+        try:
+            self._ledger.meta.ensure_store_id()
+        except StoreError as exc:
+            logger.warning("the store id was not kept in the bucket: %s", exc)
 
     def _first_look(self) -> None:
         self._watcher.scan_all()
