@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ import httpx
 from starlette.types import ASGIApp
 from textual.app import App
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from ckpt_tui.backends import Backend, Connection
 from ckpt_tui.backends.fleet_view import row_key
@@ -142,7 +144,10 @@ async def settle(pilot: Pilot[None]) -> None:
     """
     app = pilot.app
     for _ in range(SETTLE_ROUNDS):
-        await app.workers.wait_for_complete()
+        # A worker that a newer one of its group replaced (exclusive) ends cancelled: it is
+        # done all the same, and the next round waits for the rest.
+        with contextlib.suppress(WorkerCancelled):
+            await app.workers.wait_for_complete()
         await pilot.pause()
         if not busy(app):
             break

@@ -53,7 +53,7 @@ class Fleet:
     """The training box's folder, opened with --local."""
     dead_url: str
 
-    def app(self, clock: FixedClock, readonly: tuple[str, ...] = ()) -> CkptApp:
+    def app(self, clock: FixedClock, readonly: tuple[str, ...] = (), **options: object) -> CkptApp:
         def keyed(name: str, url: str) -> Any:
             backend = Endpoint.remote(url, KEYS[name], "test key")
             return connection(backend, name, readonly=name in readonly)
@@ -67,6 +67,7 @@ class Fleet:
             ],
             self.box1.paths.logs,
             clock,
+            **options,
         )
 
 
@@ -149,6 +150,29 @@ async def test_the_view_shows_whole_while_a_backend_still_measures_its_latency(
             gate.set()
         await settle(pilot)
         assert screen.fleet.state("box2").latency is not None
+
+
+async def test_a_poll_leaves_a_load_that_measures_its_latency_to_finish(
+    fleet: Fleet, clock: FixedClock
+) -> None:
+    """A poll reloads the backends whose last load has ended. One whose list is in but whose
+    latency check is still out is not loading any more, and is still left alone: a new load
+    would cancel the one that measures."""
+    gate = fleet.faulty.hold(method="GET", query="limit=1&offset=0")  # box2's latency check
+    app = fleet.app(clock, poll_interval=0.05)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        try:
+            await until(lambda: fleet.faulty.held == 1, pilot.pause)
+            asked = fleet.faulty.count("GET", "/api/v1/training_runs")
+            loads = screen.feed.loads_started
+            # polls reload the other backends meanwhile: two rounds of them at least
+            await until(lambda: screen.feed.loads_started >= loads + 6, pilot.pause)
+            assert "box2" not in screen.fetching
+            assert fleet.faulty.count("GET", "/api/v1/training_runs") == asked
+            assert fleet.faulty.held == 1
+        finally:
+            gate.set()
 
 
 async def test_a_backend_row_folds_with_enter_and_f(fleet: Fleet, clock: FixedClock) -> None:

@@ -82,6 +82,11 @@ BROWSE_BINDINGS: list[BindingType] = [
 ]
 
 
+def load_group(backend: str) -> str:
+    """The worker group of a backend's loads (one at a time: a new one cancels the last)."""
+    return f"load {backend}"
+
+
 class BrowseScreen(FeedScreen, inherit_bindings=False):
     """Browse runs and checkpoints, and (unless read-only) publish, set TTLs and delete."""
 
@@ -257,7 +262,7 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
     def load_backend(self, name: str) -> None:
         """Fetch one backend; the screen fills in as pages arrive, never blocking."""
         self.run_worker(
-            self.feed.load(name), group=f"load {name}", exclusive=True, description=f"load {name}"
+            self.feed.load(name), group=load_group(name), exclusive=True, description=f"load {name}"
         )
 
     @work(exclusive=True, group="warm", thread=True, description="sort and index the rows")
@@ -273,9 +278,11 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
             settle_garbage()  # the full collection now, not in the middle of a key press
 
     def poll_server(self) -> None:
-        """Reload each backend that is not loading already."""
+        """Reload each backend whose last load has ended: not loading, and not measuring its
+        latency after its list came in either (a new load would cancel that worker)."""
+        running = {worker.group for worker in self.workers if worker.is_running}
         for name in self.fleet.names:
-            if name not in self.fetching:
+            if name not in self.fetching and load_group(name) not in running:
                 self.load_backend(name)
 
     @work(exclusive=True, group="logs", thread=True)
