@@ -52,7 +52,10 @@ async def healthz(request: Request) -> Response:
     """Open to all (no key): ok, the id of the store served, by which a client tells
     that two of its backends are one store (ckpt_tui.backends.identity), and the checkpoint
     types whose files it signs download URLs for (ckpt_tui.server.downloads)."""
-    answer = {"status": "ok", "store_id": _store(request).store_id}
+    store = _store(request)
+    # in a thread: a bucket store's id waits for its first look (`BucketStore.store_id`)
+    store_id = await run_in_threadpool(lambda: store.store_id)
+    answer = {"status": "ok", "store_id": store_id}
     return json_response({**answer, "signed_downloads": request.app.state.signed_types})
 
 

@@ -114,22 +114,24 @@ def test_one_bucket_through_a_proxy_is_refused_by_its_store_id(
             assert code == 2 and f"store id {kept}" in err and "a (" in err and "b (" in err, err
 
 
-def test_a_bucket_that_keeps_no_store_id_yet_is_one_store_to_a_prune_that_deletes(
+def test_a_bucket_that_keeps_no_store_id_yet_is_one_store_to_every_command(
     saved: str, s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No ckpt-tui changed this bucket before (no `.ckpt-tui/` in it), and it is reached
-    directly and through a proxy. A look (`ls`, a dry-run prune) writes nothing, and cannot
-    tell the two apart; a prune that deletes first has the bucket keep its store id, so the
-    second backend reports the same id and the prune is refused before anything is deleted.
-    From then on every command refuses the pair."""
+    directly and through a proxy. Both backends list the same objects, so both report the
+    id made from them: every command refuses the pair, a look writes nothing, and a prune
+    that deletes deletes nothing (it keeps that id in the bucket before comparing)."""
     before = s3.keys(saved, PREFIX)
     assert not any("/.ckpt-tui/" in key for key in before)
     with run_server(S3Faults(s3.endpoint)) as proxy:
         two_backends(tmp_path, saved, s3.endpoint, proxy)
-        code, _out, err = run(capsys, "prune", "--keep-last", "1")
-        assert code == 0, err
-        assert s3.keys(saved, PREFIX) == before  # the dry run wrote nothing
+        for look in (["ls", "--json"], ["backends"], ["prune", "--keep-last", "1"]):
+            code, _out, err = run(capsys, *look)
+            assert code == 2 and "are one store (store id " in err, (look, err)
+            assert "a (" in err and "b (" in err, err
+            assert s3.keys(saved, PREFIX) == before  # the look wrote nothing
+        reported = err.split("store id ", 1)[1][:32]
         assert keys_after_prune(capsys, s3, saved) == before
-        assert any(key.endswith("/.ckpt-tui/store.json") for key in s3.keys(saved, PREFIX))
-        code, _out, err = run(capsys, "ls", "--json")
-        assert code == 2 and "are one store" in err and "a (" in err and "b (" in err, err
+        # the prune kept the id the looks reported: a reader before and after sees one id
+        kept = BucketMeta(bucket_place(s3.endpoint, saved, PREFIX), True, NOW_US).store_id
+        assert kept == reported

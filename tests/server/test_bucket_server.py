@@ -76,6 +76,7 @@ def test_publish_ttl_and_delete_through_the_api_are_kept_in_the_bucket(
     served: tuple[str, BucketStore], box: str, later: FixedClock, s3: S3Server, s3_bucket: str
 ) -> None:
     url, _store = served
+    health = httpx.get(f"{url}/api/v1/healthz").json()  # before the bucket keeps an id
     assert httpx.post(f"{url}{API}/{C100}/publish").status_code == 204
     assert httpx.put(f"{url}{API}/{C200}/ttl", json={"ttl_seconds": 7200}).status_code == 204
     assert httpx.delete(f"{url}{API}/{C300}").status_code == 204
@@ -87,11 +88,11 @@ def test_publish_ttl_and_delete_through_the_api_are_kept_in_the_bucket(
     assert objects(s3, s3_bucket, 300) == []
     assert len(objects(s3, s3_bucket, 100)) == len(objects(s3, s3_bucket, 200)) > 0
     assert s3.keys(s3_bucket, "p/.ckpt-tui/deletes/") == []
-    health = httpx.get(f"{url}/api/v1/healthz").json()
     stored = json.loads(
         s3.client.get_object(Bucket=s3_bucket, Key="p/.ckpt-tui/store.json")["Body"].read()
     )
     assert health["store_id"] == stored["store_id"]  # the id it reported before writing
+    assert httpx.get(f"{url}/api/v1/healthz").json() == health
 
 
 def test_a_conflict_and_a_missing_checkpoint_answer_as_on_disk(

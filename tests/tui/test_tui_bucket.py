@@ -8,8 +8,18 @@ from pathlib import Path
 from ckpt_tui.client import Endpoint
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
 from tests.support.s3_server import S3Server
-from tests.support.tui import app_on, connection, screen_of, screen_text, settle, shown
+from tests.support.tui import (
+    app_on,
+    backend_error,
+    connection,
+    screen_of,
+    screen_text,
+    settle,
+    shown,
+)
 
 BOTH = {"team-bucket", "gpu-box"}
 
@@ -42,3 +52,34 @@ async def test_the_tui_lists_a_bucket_beside_a_folder(
         text = screen_text(app)
     assert on_bucket == ["checkpoint-100", "checkpoint-200", "checkpoint-300"]
     assert "team-bucket" in text and "gpu-box" in text and "lora-a" in text
+
+
+async def test_one_bucket_at_two_endpoints_is_shown_once(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    """A bucket no ckpt-tui has changed (it keeps no store id), reached directly and through
+    a proxy: both list the same objects, so the app shows it once and the other backend is an
+    error entry naming both, with no rows. Nothing is written to the bucket."""
+    L.hf_trainer_output(tmp_path / "synced/qwen-sft", steps=(100, 200))
+    s3.upload(s3_bucket, "cluster", tmp_path / "synced")
+    before = s3.keys(s3_bucket, "cluster")
+    location = f"s3://{s3_bucket}/cluster"
+    with run_server(S3Faults(s3.endpoint)) as proxy:
+        connections = [
+            connection(Endpoint.bucket(location, endpoint=s3.endpoint), "direct"),
+            connection(Endpoint.bucket(location, endpoint=proxy), "proxied"),
+        ]
+        app = app_on(connections, None, clock)
+        async with app.run_test(size=(160, 36)) as pilot:
+            await settle(pilot)
+            errors = {name: backend_error(app, name) for name in ("direct", "proxied")}
+            await pilot.press("2")  # every checkpoint
+            await settle(pilot)
+            backends = {row.backend for row in shown(app)}
+    failed = [name for name, error in errors.items() if error is not None]
+    assert len(failed) == 1, errors
+    error = errors[failed[0]]
+    assert error is not None and "are one store" in error and "direct" in error
+    assert "proxied" in error
+    assert backends == {"direct", "proxied"} - set(failed)
+    assert s3.keys(s3_bucket, "cluster") == before

@@ -39,6 +39,13 @@ class SharedMetaDB(MetaDB):
     def ensure_store_id(self) -> None:
         self.store_id = self.bucket.ensure_store_id()
 
+    def listed(self, listed_id: str) -> None:
+        """The id from the latest whole listing (`identity.listed_id`): the store's id while
+        the bucket keeps none, and the one the first write keeps (a reader before and after
+        it sees one id)."""
+        if self.bucket.store_id is None:
+            self.store_id = self.bucket.derived_id = listed_id
+
     def rows(self, run_id: str | None = None) -> list[Row]:
         if run_id is None:  # a whole look: take other writers' changes
             self.known_before = _keys(self.bucket)

@@ -16,7 +16,6 @@ the first look. `readonly=True` (`--readonly`) refuses every change and writes n
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from typing import BinaryIO
 
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket.changes import BucketChanges
+from ckpt_tui.store.bucket.identity import bucket_id
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.bucket.shared import SharedMetaDB
@@ -74,6 +74,8 @@ class BucketStore(Store):
         self._changes = BucketChanges(storage, shared, self._ledger, clock, settle_seconds)
         self._behind: threading.Thread | None = None
         """The first look's thread (`first_look_behind`)."""
+        self._keep_id_at_first_look = False
+        """Whether the first look ends by keeping the store id (`open_bucket`)."""
 
     @classmethod
     def open_bucket(
@@ -91,7 +93,8 @@ class BucketStore(Store):
         `problems()`, not an error: its lists say they are incomplete) and sweep.
 
         `keep_store_id` (a command about to change the store): keep its id in the bucket
-        first, if it keeps none (see `_keep_store_id`). An open that only looks writes none.
+        as the first look ends, if it keeps none (see `_keep_store_id`), so the store ids
+        compared next are the kept one. An open that only looks writes none.
 
         `first_look_behind` (the app's in-process backends): the first look and sweep run in
         a thread of their own, already holding the store's lock when this returns, so the
@@ -100,8 +103,7 @@ class BucketStore(Store):
         store = cls(storage, clock, settle_seconds, readonly)
         try:
             with store.guard.held():
-                if keep_store_id and not readonly:
-                    store._keep_store_id()
+                store._keep_id_at_first_look = keep_store_id and not readonly
                 store._changes.recover(readonly)
                 if isinstance(store._watcher, BucketWatcher):
                     store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
@@ -114,10 +116,18 @@ class BucketStore(Store):
             store._look_behind()
         return store
 
+    @property
+    def store_id(self) -> str:
+        """As `Store.store_id`; while the bucket keeps none, made from what its first look
+        listed (`identity.listed_id`), so this waits for that look (`first_look_behind`)."""
+        with self.guard.lock:
+            return self._ledger.meta.store_id
+
     def _keep_store_id(self) -> None:
         """Keep the store id in the bucket (one create-only write; the first writer's id
-        wins). Until a bucket keeps one, each endpoint reports an id made from itself, and
-        one bucket reached at two endpoints (directly and through a proxy) is two stores."""
+        wins). Until a bucket keeps one, its id is made from what each listing found
+        (`identity`), and a save or a delete between two backends' listings of one bucket
+        could make them two stores."""
         try:
             self._ledger.meta.ensure_store_id()
         except StoreError as exc:
@@ -125,6 +135,8 @@ class BucketStore(Store):
 
     def _first_look(self) -> None:
         self._watcher.scan_all()
+        if self._keep_id_at_first_look:  # after the listing: the id it made is the one kept
+            self._keep_store_id()
         if not self.readonly and not self.guard.closed:
             self._sweep()  # on what was just read: no second look
 
@@ -262,12 +274,3 @@ class BucketStore(Store):
     def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> BinaryIO:
         self.checkpoint_files(run_id, checkpoint_id)
         raise AssertionError("unreachable")
-
-
-def bucket_id(storage: ObjectStorage) -> str:
-    """The id of a bucket store while the bucket keeps none (the first write keeps it there):
-    from its location and where it is served from (`ObjectStorage.place_scope`), so one
-    bucket name at two endpoints is two stores, and two spellings of one endpoint are one.
-    A bucket at the cloud's own endpoint keeps the id it always had."""
-    where = f"\0{storage.place_scope}" if storage.place_scope else ""
-    return hashlib.sha256(f"bucket\0{storage.url}{where}".encode()).hexdigest()[:32]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
+from ckpt_tui.store.bucket.place import META_FOLDER
 from ckpt_tui.store.bucket.read_cache import ReadCache
 from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
 
@@ -92,6 +93,14 @@ class ListedTree:
             entry = self._files[key]
             digest.update(f"{key}\0{entry.size}\0{entry.tag}\0{entry.mtime_ns}\n".encode())
         return digest.hexdigest()
+
+    def first_object(self) -> tuple[str, Entry] | None:
+        """The object whose key sorts first, leaving out the store's own documents (the
+        store writes those as it looks); None when there is none."""
+        own = join(self.root, META_FOLDER) + "/"
+        keys = (key for key in self._files if not key.startswith(own))
+        first = min(keys, default=None)
+        return None if first is None else (first, self._files[first])
 
     def list_level(self, path: str) -> dict[str, Entry]:
         return dict(self._levels.get(key_of(path), {}))

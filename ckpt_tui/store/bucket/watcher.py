@@ -16,6 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, reason
+from ckpt_tui.store.bucket.identity import listed_id
+from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
 from ckpt_tui.store.bucket.tree import list_tree
 from ckpt_tui.store.discover import Reading, discover
@@ -82,6 +84,8 @@ class BucketWatcher(Watcher):
             self._walk = Reading(unread={root or ".": f"cannot be listed: {why(exc)}"})
             return  # what was known stays, listed as incomplete
         self.objects_listed = tree.object_count
+        if isinstance(self._ledger.meta, SharedMetaDB):
+            self._ledger.meta.listed(listed_id(self.storage, tree.first_object()))
         fingerprint = tree.fingerprint()
         if fingerprint == self._seen and not self._must_read_again():
             self._walk = Reading()  # listed whole: the store is as it was
