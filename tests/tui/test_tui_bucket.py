@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ckpt_tui.client import Endpoint
+from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
 from tests.support.live_server import run_server
@@ -55,15 +58,21 @@ async def test_the_tui_lists_a_bucket_beside_a_folder(
 
 
 async def test_one_bucket_at_two_endpoints_is_shown_once(
-    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+    tmp_path: Path,
+    clock: FixedClock,
+    s3: S3Server,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bucket no ckpt-tui has changed (it keeps no store id), reached directly and through
     a proxy: both list the same objects, so the app shows it once and the other backend is an
-    error entry naming both, with no rows. Nothing is written to the bucket."""
+    error entry naming both, with no rows, also after a save changed what the listing finds
+    first and the view was refreshed. Nothing is written to the bucket."""
+    monkeypatch.setattr(BucketWatcher, "recheck_interval", 0.0)  # each refresh looks again
     L.hf_trainer_output(tmp_path / "synced/qwen-sft", steps=(100, 200))
     s3.upload(s3_bucket, "cluster", tmp_path / "synced")
-    before = s3.keys(s3_bucket, "cluster")
     location = f"s3://{s3_bucket}/cluster"
+    seen: list[tuple[dict[str, str | None], set[str]]] = []
     with run_server(S3Faults(s3.endpoint)) as proxy:
         connections = [
             connection(Endpoint.bucket(location, endpoint=s3.endpoint), "direct"),
@@ -72,14 +81,22 @@ async def test_one_bucket_at_two_endpoints_is_shown_once(
         app = app_on(connections, None, clock)
         async with app.run_test(size=(160, 36)) as pilot:
             await settle(pilot)
-            errors = {name: backend_error(app, name) for name in ("direct", "proxied")}
             await pilot.press("2")  # every checkpoint
             await settle(pilot)
-            backends = {row.backend for row in shown(app)}
-    failed = [name for name, error in errors.items() if error is not None]
-    assert len(failed) == 1, errors
-    error = errors[failed[0]]
+            for step in range(3):
+                errors = {name: backend_error(app, name) for name in ("direct", "proxied")}
+                seen.append((errors, {row.backend for row in shown(app)}))
+                if step == 0:  # training goes on: a new run whose key sorts first
+                    s3.put(s3_bucket, "cluster/a-new-run/notes.txt", b"x")
+                await pilot.press("r")
+                await settle(pilot)
+    keys = s3.keys(s3_bucket, "cluster")
+    first_errors = seen[0][0]
+    failed = [name for name, error in first_errors.items() if error is not None]
+    assert len(failed) == 1, seen
+    for errors, backends in seen:
+        assert errors == first_errors and backends == {"direct", "proxied"} - set(failed), seen
+    error = first_errors[failed[0]]
     assert error is not None and "are one store" in error and "direct" in error
     assert "proxied" in error
-    assert backends == {"direct", "proxied"} - set(failed)
-    assert s3.keys(s3_bucket, "cluster") == before
+    assert not any("/.ckpt-tui/" in key for key in keys)

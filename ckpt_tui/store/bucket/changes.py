@@ -53,6 +53,7 @@ class BucketChanges:
         self.place = meta.place
         self._meta = meta
         self.deleter = BucketDeleter(self.place, meta, clock=clock, settle_seconds=settle_seconds)
+        self.deleter.before_record = self.keep_store_id  # a delete is a change
         self._storage = storage
         self._deleting: set[Key] = set()
         """Checkpoints whose objects are being deleted (outside the store's lock)."""
@@ -111,6 +112,16 @@ class BucketChanges:
         for n, outcome in zip(asks, done, strict=True):
             results[n] = None if isinstance(outcome, NotFoundError) else outcome
         return [results[n] for n in range(len(entries))]
+
+    def keep_store_id(self) -> None:
+        """Keep the store id in the bucket (one create-only write; the first writer's id
+        wins), as the first change through ckpt-tui does: from then on the id no longer
+        follows the listing (`identity.listed_id`), which a delete changes. A write that
+        fails is logged; the id then still follows the listing."""
+        try:
+            self._ledger.meta.ensure_store_id()
+        except StoreError as exc:
+            logger.warning("the store id was not kept in the bucket: %s", exc)
 
     def forget(
         self,

@@ -136,6 +136,9 @@ class BucketDeleter:
         self.clock = clock
         self.settle_us = int(settle_seconds * 1_000_000)
         self.batch_keys = max(1, min(batch_keys, BATCH_KEYS))
+        self.before_record: Callable[[], None] | None = None
+        """Called before a delete record is written, once nothing was refused: the bucket
+        store keeps its id then (`BucketChanges.keep_store_id`)."""
         self.step_hook: Callable[[str], None] | None = None
         """Called after the intent is written and after each batch: tests stop there."""
         self._listed_alone: set[str] = set()
@@ -194,6 +197,8 @@ class BucketDeleter:
         self, intents: list[DeleteIntent], found: list[dict[str, int]]
     ) -> list[DeleteOutcome | StoreError]:
         """Steps 2 to 5 for checkpoints whose keys fit one record."""
+        if self.before_record is not None:
+            self.before_record()
         record = self.place.meta_key(f"{DELETES}/{uuid.uuid4().hex}.json")
         try:
             obstore.put(self.place.store, record, encoded(intents), use_multipart=False)

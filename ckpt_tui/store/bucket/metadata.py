@@ -17,6 +17,7 @@ A read-only BucketMeta changes its memory only, and never makes a store id.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterable
@@ -30,7 +31,10 @@ from ckpt_tui.store.bucket.versioned import (
     read_doc,
     update_doc,
 )
+from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.meta import Key, Row
+
+logger = logging.getLogger("ckpt_tui.store")
 
 STORE_DOC = "store.json"
 META_DOC = "meta.json"
@@ -80,14 +84,28 @@ class BucketMeta:
         self.doc = MetaDoc()
         """The document as last read or written by this writer (what its rows are based on)."""
         self.reload()
-        kept = read_doc(place, place.meta_key(STORE_DOC), StoreDoc).doc
-        self.store_id = kept.store_id if kept is not None else None
+        self.store_id: str | None = None
         """The store's id; None while the bucket has none (nothing was written there yet)."""
+        self._read_store_id()
 
     @property
     def problem(self) -> str | None:
         """Said when the server ignores conditional writes (found on the first write)."""
         return self.writes.problem
+
+    def read_store_id(self) -> None:
+        """Read the kept store id again, if none was found before (another process may have
+        kept one); a read that fails leaves it unknown (logged)."""
+        with self.lock:
+            if self.store_id is None:
+                try:
+                    self._read_store_id()
+                except StoreError as exc:
+                    logger.warning("the store id was not read: %s", exc)
+
+    def _read_store_id(self) -> None:
+        kept = read_doc(self.place, self.place.meta_key(STORE_DOC), StoreDoc).doc
+        self.store_id = kept.store_id if kept is not None else None
 
     def ensure_store_id(self) -> str:
         """The bucket's store id, made now (create-only: the first writer's id wins)."""

@@ -35,6 +35,7 @@ class SharedMetaDB(MetaDB):
         self.known_before: set[Key] = _keys(bucket)
         """Entries in the bucket before the latest listing began (see the docstring)."""
         self.store_id = bucket.store_id or derived_id
+        self._listed_before = False
 
     def ensure_store_id(self) -> None:
         self.store_id = self.bucket.ensure_store_id()
@@ -42,8 +43,14 @@ class SharedMetaDB(MetaDB):
     def listed(self, listed_id: str) -> None:
         """The id from the latest whole listing (`identity.listed_id`): the store's id while
         the bucket keeps none, and the one the first write keeps (a reader before and after
-        it sees one id)."""
-        if self.bucket.store_id is None:
+        it sees one id). A later look first reads the kept id again: another process may
+        have kept one since (the open read it for the first look)."""
+        if self.bucket.store_id is None and self._listed_before:
+            self.bucket.read_store_id()
+        self._listed_before = True
+        if self.bucket.store_id is not None:
+            self.store_id = self.bucket.store_id
+        else:
             self.store_id = self.bucket.derived_id = listed_id
 
     def rows(self, run_id: str | None = None) -> list[Row]:

@@ -93,7 +93,7 @@ class BucketStore(Store):
         `problems()`, not an error: its lists say they are incomplete) and sweep.
 
         `keep_store_id` (a command about to change the store): keep its id in the bucket
-        as the first look ends, if it keeps none (see `_keep_store_id`), so the store ids
+        as the first look ends, if it keeps none (`BucketChanges.keep_store_id`), so the ids
         compared next are the kept one. An open that only looks writes none.
 
         `first_look_behind` (the app's in-process backends): the first look and sweep run in
@@ -118,25 +118,19 @@ class BucketStore(Store):
 
     @property
     def store_id(self) -> str:
-        """As `Store.store_id`; while the bucket keeps none, made from what its first look
-        listed (`identity.listed_id`), so this waits for that look (`first_look_behind`)."""
+        """As `Store.store_id`; while the bucket keeps none, made from what the latest look
+        listed (`identity.listed_id`). So it waits for the first look (`first_look_behind`),
+        and looks again when one is due, as a list does: two backends of one bucket asked
+        together judge by listings made then, not one of them by an old one."""
+        if not self.guard.closed:
+            self._watcher.notice_changes_unlocked()
         with self.guard.lock:
             return self._ledger.meta.store_id
-
-    def _keep_store_id(self) -> None:
-        """Keep the store id in the bucket (one create-only write; the first writer's id
-        wins). Until a bucket keeps one, its id is made from what each listing found
-        (`identity`), and a save or a delete between two backends' listings of one bucket
-        could make them two stores."""
-        try:
-            self._ledger.meta.ensure_store_id()
-        except StoreError as exc:
-            logger.warning("the store id was not kept in the bucket: %s", exc)
 
     def _first_look(self) -> None:
         self._watcher.scan_all()
         if self._keep_id_at_first_look:  # after the listing: the id it made is the one kept
-            self._keep_store_id()
+            self._changes.keep_store_id()
         if not self.readonly and not self.guard.closed:
             self._sweep()  # on what was just read: no second look
 

@@ -66,8 +66,11 @@ class SnapshotFeed:
         self.loads: dict[str, int] = {}
         """Each backend loading now, with its load's number (a restarted load is a new one)."""
         self.loads_started = 0
-        self.store_ids: dict[str, str] = {}
-        """The store id of each backend shown (one store is one backend: see `one_store`)."""
+        self.store_ids: dict[str, set[str]] = {}
+        """Every store id each backend shown has reported (one store is one backend: see
+        `one_store`); a bucket that keeps no id reports one made from its latest listing."""
+        self.refused: dict[str, str] = {}
+        """Backends refused as a store another backend shows, and why: for the app's life."""
 
     @property
     def several(self) -> bool:
@@ -146,14 +149,18 @@ class SnapshotFeed:
     async def one_store(self, name: str, connection: Connection) -> str | None:
         """Why backend `name` is a store another backend shows already (its store id says
         so), or None: one store is shown, and changed, through one backend only."""
+        if name in self.refused:  # what a store is does not change while the app runs
+            return self.refused[name]
         store_id = await store_id_of(connection)
         if store_id is None:
             return None
         for other, known in self.store_ids.items():
-            if known == store_id and other != name:
+            if store_id in known and other != name:
                 first = self.services.connections[other].backend
-                return one_store_message(first, connection.backend, f"store id {store_id}")
-        self.store_ids[name] = store_id
+                why = one_store_message(first, connection.backend, f"store id {store_id}")
+                self.refused[name] = why
+                return why
+        self.store_ids.setdefault(name, set()).add(store_id)
         return None
 
     def on_progress(self, name: str, loaded: int, total: int) -> None:
