@@ -8,7 +8,9 @@ cut a download's connection or stall it after some bytes (a small fault-injectin
     tap.refuse_after_cut = True # after the first cut, every file request answers 503
 
 Only answers of signed file URLs (`/api/v1/signed/`) are touched; `sent` counts their body
-bytes, `statuses` their status codes, `url_asks` the external_weights_urls calls seen.
+bytes, `statuses` their status codes, `url_asks` the external_weights_urls calls seen. An
+answer keeps the faults set when it was asked for; `reset()` starts a new count that no
+answer asked for before it adds to.
 """
 
 from __future__ import annotations
@@ -38,11 +40,17 @@ class FileTap:
         self.refuse_files = False
         self.refuse_after_cut = False
         self.release = threading.Event()
+        self._round = 0
+        """How many resets so far: an answer counts only in the round it was asked in."""
 
     def reset(self) -> None:
+        """Count afresh and touch nothing from now on. An answer asked for before keeps the
+        faults it began with and is not counted: on a busy machine a killed client's answer
+        can still be read from its file after the reset."""
         self.sent, self.statuses, self.url_asks = 0, [], 0
         self.cut_after = self.stall_after = None
         self.refuse_files = self.refuse_after_cut = False
+        self._round += 1
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
@@ -55,26 +63,32 @@ class FileTap:
             await _answer_503(send)
             return
         passed = 0
+        asked_in, cut_after = self._round, self.cut_after
+        limit = cut_after if cut_after is not None else self.stall_after
+
+        def count(sent: int) -> None:
+            if self._round == asked_in:
+                self.sent += sent
 
         async def tapped(message: Message) -> None:
             nonlocal passed
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and self._round == asked_in:
                 self.statuses.append(int(message["status"]))
             if message["type"] == "http.response.body":
                 body: bytes = message.get("body", b"")
-                limit = self.cut_after if self.cut_after is not None else self.stall_after
                 if limit is not None and passed + len(body) > limit:
                     keep = body[: max(0, limit - passed)]
                     if keep:
                         await send({**message, "body": keep, "more_body": True})
-                        self.sent += len(keep)
+                        count(len(keep))
                         passed += len(keep)
-                    if self.cut_after is not None:
-                        self.refuse_files = self.refuse_after_cut
+                    if cut_after is not None:
+                        if self._round == asked_in:
+                            self.refuse_files = self.refuse_after_cut
                         raise ConnectionCut
                     await asyncio.to_thread(self.release.wait)
                     raise ConnectionCut
-                self.sent += len(body)
+                count(len(body))
                 passed += len(body)
             await send(message)
 
