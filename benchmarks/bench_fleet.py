@@ -29,7 +29,7 @@ from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_ls import LOOPBACK, LatencyProxy, default_ckpt_tui, served
+from bench_ls import LOOPBACK, default_ckpt_tui, proxy_process, served
 from bench_server import write_store
 from bench_tui import FrameClock, keystrokes
 from textual.geometry import Region
@@ -62,13 +62,15 @@ def built(root: Path, name: str, count: int) -> Path:
 
 @contextmanager
 def proxied(stores: list[Path], ckpt_tui: str, latency: float) -> Iterator[list[str]]:
-    """Each store served in its own process behind its own latency proxy; their URLs."""
+    """Each store served in its own process behind its own latency proxy, also in a process
+    of its own (in the app's process, four proxies' threads took CPU and the interpreter lock
+    from the app being measured, which a network does not); their URLs."""
     with ExitStack() as stack:
         urls = []
         for store in stores:
             port = stack.enter_context(served(store, ckpt_tui))
-            proxy = stack.enter_context(LatencyProxy(port, latency))
-            urls.append(f"http://{LOOPBACK}:{proxy.port}")
+            proxy_port = stack.enter_context(proxy_process(port, latency))
+            urls.append(f"http://{LOOPBACK}:{proxy_port}")
         yield urls
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -32,6 +33,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
@@ -128,6 +131,34 @@ class LatencyProxy:
                 await writer.drain()
         finally:
             writer.close()
+
+
+def _proxy_child(upstream_port: int, latency: float, ports: Connection, stop: Event) -> None:
+    """A child process's body: one LatencyProxy until `stop` is set."""
+    with LatencyProxy(upstream_port, latency) as proxy:
+        ports.send(proxy.port)
+        stop.wait()
+
+
+@contextmanager
+def proxy_process(upstream_port: int, latency: float) -> Iterator[int]:
+    """A LatencyProxy in a process of its own; yields its port. For a benchmark that runs
+    the app in its own process: a proxy stands for the network, which takes no CPU (nor the
+    interpreter lock) from the app it measures."""
+    context = multiprocessing.get_context("spawn")
+    here, there = context.Pipe()
+    stop = context.Event()
+    child = context.Process(target=_proxy_child, args=(upstream_port, latency, there, stop))
+    child.start()
+    try:
+        if not here.poll(30):
+            raise SystemExit("the latency proxy did not start within 30 s")
+        yield int(here.recv())
+    finally:
+        stop.set()
+        child.join(10)
+        if child.is_alive():
+            child.kill()
 
 
 @contextmanager
