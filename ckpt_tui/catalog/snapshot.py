@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
@@ -14,6 +13,7 @@ import msgspec
 from ckpt_tui.api_types import Checkpoint, TrainingRun, WeightsInfo
 from ckpt_tui.catalog import Catalog, build_catalog
 from ckpt_tui.catalog.actions_log import read_deleted_paths, state_log_file
+from ckpt_tui.catalog.partial_views import PartialSpacing, PartialViews
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.client import CheckpointClient, ClientError
 from ckpt_tui.client.paging import Page, unique_by
@@ -21,8 +21,6 @@ from ckpt_tui.training.logdirs import LogDir, LogDirDiscovery, default_runs_root
 from ckpt_tui.training.records import record_paths
 
 Progress = Callable[[int, int], None]
-PARTIAL_EVERY = 0.25
-"""Seconds between partial snapshots while pages arrive (each one re-joins every row)."""
 WEIGHTS_INFO_CONCURRENCY = 8
 UNREADABLE = "unreadable"
 """The user_metadata key in which `ckpt-tui serve` says why a checkpoint cannot be read."""
@@ -174,12 +172,14 @@ async def load_snapshot(
     cache: RowCache | None = None,
     *,
     own_logs_only: bool,
+    spacing: PartialSpacing | None = None,
 ) -> Snapshot:
     """Runs, checkpoint pages as they arrive (fetched concurrently), and log dirs, joined.
 
     With `on_partial`, a joined snapshot of what has arrived so far is handed over after the
-    first page and then every PARTIAL_EVERY seconds, so a screen can fill in. Every snapshot
-    shares `cache`, so each re-join only builds rows for what is new.
+    first page, and after that as `PartialViews` decides (`spacing`, which loads of several
+    backends share, keeps them PARTIAL_EVERY seconds apart), so a screen can fill in. Every
+    snapshot shares `cache`, so each re-join only builds rows for what is new.
     `own_logs_only` (one of several backends open): only the log dirs that name one of this
     backend's runs join it; another backend's runs are not "missing" here. It has no
     default, so that no loader of several backends (the app's, `ls`'s, `prune`'s) forgets it.
@@ -197,7 +197,7 @@ async def load_snapshot(
     in_project: InProject | None = None
     checkpoints: list[Checkpoint] = []
     reading = 1
-    last_partial = 0.0  # the first page is shown at once, later ones every PARTIAL_EVERY
+    views = PartialViews(spacing or PartialSpacing())
 
     async def project_filter() -> InProject | None:
         """With --project, the filter its runs make (waiting for them once)."""
@@ -207,10 +207,12 @@ async def load_snapshot(
         return in_project
 
     async def arrived(page: Page[Checkpoint]) -> None:
-        nonlocal reading, last_partial
+        nonlocal reading
         if page.read != reading:  # the list changed: it is being read again
             reading = page.read
+            views.read_again()
             checkpoints.clear()
+        views.arrived(len(page.items))
         only = await project_filter()
         checkpoints.extend(page.items if only is None else only.checkpoints(page.items))
         if on_progress is not None:
@@ -220,13 +222,12 @@ async def load_snapshot(
         runs = runs_task.result().items
         if deletions_task.done():
             cache.deleted_here.update(deletions_task.result())
-        if on_partial is not None and time.monotonic() - last_partial > PARTIAL_EVERY:
+        if on_partial is not None and views.due(len(checkpoints), page.total):
             discovery = (
                 discovery_task.result() if discovery_task.done() else LogDirDiscovery([], [])
             )
             discovery = logs_of(discovery, runs, only, own_logs_only)
             on_partial(await joined(runs, checkpoints, discovery, {}, cache))
-            last_partial = time.monotonic()
 
     try:
         listing = await client.read_all_checkpoints(on_page=arrived, known=cache.known)

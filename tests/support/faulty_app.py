@@ -67,7 +67,7 @@ class FaultyApp:
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
-        self._holds: list[tuple[str | None, int, threading.Event, str | None]] = []
+        self._holds: list[tuple[str | None, int, threading.Event, str | None, str | None]] = []
         self.held = 0
         """Requests waiting at a hold now."""
         self.in_flight = 0
@@ -108,13 +108,18 @@ class FaultyApp:
         self.failing_names = set()
 
     def hold(
-        self, method: str | None = None, after: int = 0, query: str | None = None
+        self,
+        method: str | None = None,
+        after: int = 0,
+        query: str | None = None,
+        path: str | None = None,
     ) -> threading.Event:
         """Matching requests, after the first `after` of them, wait until the returned event
         is set (the server runs in a thread). With `query`, only requests whose query string
-        is exactly that match (and `after` does not apply)."""
+        is exactly that match (and `after` does not apply); with `path`, only requests to
+        exactly that path."""
         gate = threading.Event()
-        self._holds.append((method, after, gate, query))
+        self._holds.append((method, after, gate, query, path))
         return gate
 
     def gather(self, count: int, method: str | None = None) -> None:
@@ -174,8 +179,8 @@ class FaultyApp:
         if self.delay > 0:
             await asyncio.sleep(self.delay)
         asked = bytes(scope.get("query_string", b"")).decode("latin-1")
-        for held_method, after, gate, query in self._holds:
-            if held_method not in (None, method):
+        for held_method, after, gate, query, held_path in self._holds:
+            if held_method not in (None, method) or held_path not in (None, path):
                 continue
             if (query is None and self.count(held_method) > after) or query == asked:
                 self.held += 1

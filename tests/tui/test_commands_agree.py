@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from ckpt_tui.catalog.snapshot import PARTIAL_EVERY
+from ckpt_tui.catalog.partial_views import PARTIAL_EVERY
 from ckpt_tui.cli import main
 from ckpt_tui.demo import DEFAULT_SEED, build_demo
 from ckpt_tui.server import create_app

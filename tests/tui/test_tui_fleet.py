@@ -152,6 +152,37 @@ async def test_the_view_shows_whole_while_a_backend_still_measures_its_latency(
         assert screen.fleet.state("box2").latency is not None
 
 
+async def test_a_backend_is_read_while_its_store_id_is_asked_and_shown_once_compared(
+    fleet: Fleet, clock: FixedClock
+) -> None:
+    """With several backends, the health check that says a backend's store id and its list
+    go out side by side (reading writes nothing), so no load waits a round trip for the id;
+    but none of its rows shows until the id has been compared with the other backends'."""
+    gate = fleet.faulty.hold(method="GET", path="/api/v1/healthz")  # box2's store id
+    app = fleet.app(clock)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        try:
+            await until(lambda: fleet.faulty.held == 1, pilot.pause)
+            # box2's whole list comes in while its health check is held
+            await until(lambda: fleet.faulty.count("GET", "/api/v1/training_runs") > 0, pilot.pause)
+            await until(lambda: _whole(screen.feed.progress.get("box2")), pilot.pause)
+            await until(lambda: "box1 ✓" in header(app) and "scratch ✓" in header(app), pilot.pause)
+            for _ in range(10):
+                await pilot.pause()
+            assert "box2" in screen.fetching
+            assert not any(line.startswith("box2 ") for line in pane_lines(app))
+        finally:
+            gate.set()
+        await settle(pilot)
+        assert "box2 ✓" in header(app)
+        assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
+
+
+def _whole(progress: tuple[int, int] | None) -> bool:
+    return progress is not None and progress[0] == progress[1] > 0
+
+
 async def test_a_poll_leaves_a_load_that_measures_its_latency_to_finish(
     fleet: Fleet, clock: FixedClock
 ) -> None:

@@ -18,8 +18,9 @@ from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import UNREACHABLE
 from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
 from ckpt_tui.catalog import CheckpointRow
+from ckpt_tui.catalog.partial_views import PARTIAL_EVERY
 from ckpt_tui.catalog.row_cache import RowCache
-from ckpt_tui.catalog.snapshot import PARTIAL_EVERY, Snapshot
+from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.tui.screens.browse.messages import (
     BackendFailed,
     BackendLoaded,

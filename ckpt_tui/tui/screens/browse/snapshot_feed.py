@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from textual.message import Message
 
@@ -20,6 +21,7 @@ from ckpt_tui.backends import Connection, Fleet
 from ckpt_tui.backends.identity import one_store_message, store_id_of
 from ckpt_tui.backends.load import error_kind, failure_text, measure_latency, resolve_rate
 from ckpt_tui.catalog.log_refresh import refresh_log_dirs, refresh_metrics
+from ckpt_tui.catalog.partial_views import PartialSpacing
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot, load_snapshot
 from ckpt_tui.client import ClientError
@@ -43,6 +45,34 @@ def problems_notice(problems: list[str]) -> str:
     shown = "\n".join(problems[:SHOWN_PROBLEMS])
     more = len(problems) - SHOWN_PROBLEMS
     return shown + (f"\n... and {more} more: `ckpt-tui ls` lists them all" if more > 0 else "")
+
+
+async def cancelled(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and wait for it to end; its outcome no longer matters."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+class ShownOnceChecked:
+    """Hands pages on to `show` only once `checked` is called; until then it keeps the
+    latest (each is a snapshot of every page so far), to hand on at that moment."""
+
+    def __init__(self, show: Callable[[Snapshot], None]) -> None:
+        self.show = show
+        self.held: Snapshot | None = None
+        self.passed = False
+
+    def page(self, snapshot: Snapshot) -> None:
+        if self.passed:
+            self.show(snapshot)
+        else:
+            self.held = snapshot
+
+    def checked(self) -> None:
+        self.passed = True
+        if self.held is not None:
+            self.show(self.held)
+            self.held = None
 
 
 class SnapshotFeed:
@@ -69,6 +99,8 @@ class SnapshotFeed:
         self.store_ids: dict[str, set[str]] = {}
         """Every store id each backend shown has reported (one store is one backend: see
         `one_store`); a bucket that keeps no id reports one made from its latest listing."""
+        self.partials = PartialSpacing()
+        """One clock for every backend's partial snapshots: the screen follows them all."""
         self.refused: dict[str, str] = {}
         """Backends refused as a store another backend shows, and why: for the app's life."""
 
@@ -94,24 +126,34 @@ class SnapshotFeed:
         if connection.problem is not None:  # e.g. its key variable is unset: nothing is sent
             self.post(BackendFailed(name, connection.problem))
             return
-        fill_in = None if self.fleet().state(name).snapshot else partial(self.page, name)
+        shown = ShownOnceChecked(partial(self.page, name))
+        fill_in = None if self.fleet().state(name).snapshot else shown.page
         rating = asyncio.ensure_future(resolve_rate(connection))  # side by side with the load
-        try:
-            if self.several and (one_store := await self.one_store(name, connection)):
-                rating.cancel()
-                self.post(BackendFailed(name, one_store, keep_rows=False))
-                return
-            snapshot = await load_snapshot(
+        # The list is read while the store id is asked (a read writes nothing), so several
+        # backends start as soon as one; no page is shown before the id has been compared.
+        loading = asyncio.ensure_future(
+            load_snapshot(
                 connection.client,
                 self.services.log_settings,
                 partial(self.on_progress, name),
                 fill_in,
                 self.row_cache(name),
                 own_logs_only=self.several,
+                spacing=self.partials,
             )
+        )
+        try:
+            if self.several and (one_store := await self.one_store(name, connection)):
+                rating.cancel()
+                await cancelled(loading)
+                self.post(BackendFailed(name, one_store, keep_rows=False))
+                return
+            shown.checked()
+            snapshot = await loading
             rate, source = await rating
         except ClientError as exc:
             rating.cancel()
+            await cancelled(loading)
             self.post(BackendFailed(name, failure_text(exc), error_kind(exc)))
         else:
             state = (
@@ -134,6 +176,7 @@ class SnapshotFeed:
             # The header's latency follows one request later.
             await self.measure(name, connection)
         finally:
+            loading.cancel()  # a worker cancelled meanwhile stops its load too
             self.end_load(name, number)
 
     def end_load(self, name: str, number: int) -> None:
