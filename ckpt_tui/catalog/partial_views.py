@@ -38,11 +38,11 @@ class PartialSpacing:
 
 
 class PartialViews:
-    """One load's partial snapshots: the first page's, at once, when more pages are to come
-    (the first frame); after it, one only when the rows have doubled since the last (so the
-    joins for views add up to less than the whole list's), when the rest of the list is
-    expected, at the rate so far, to take longer than WORTH_A_VIEW, and when `spacing` says
-    one may be made."""
+    """One load's partial snapshots. The first of all the loads sharing `spacing` (the first
+    frame) is made at its first page, when more pages are to come. Any other only when its
+    load's rows have doubled since its last (so the joins for views add up to less than the
+    whole list's), the rest of its list is expected, at the rate so far, to take longer than
+    WORTH_A_VIEW, and `spacing` says one may be made."""
 
     def __init__(self, spacing: PartialSpacing) -> None:
         self.spacing = spacing
@@ -64,7 +64,7 @@ class PartialViews:
         counts as joined."""
         if self.received >= total:
             return False  # the whole list is in: its join follows at once
-        if self.joined:
+        if self.spacing.last is not None:  # the screen shows rows already
             elapsed = self.spacing.monotonic() - self.started
             left = (total - self.received) * elapsed / self.received
             if left < WORTH_A_VIEW or rows < 2 * self.joined:

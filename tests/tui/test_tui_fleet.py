@@ -179,6 +179,29 @@ async def test_a_backend_is_read_while_its_store_id_is_asked_and_shown_once_comp
         assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
 
 
+async def test_a_backend_whose_list_is_held_does_not_hold_back_the_others_rows(
+    fleet: Fleet, clock: FixedClock
+) -> None:
+    """Backends whose lists end while another's is still out are shown before it ends (the
+    panes wait at most WORTH_A_VIEW for lists that end together)."""
+    gate = fleet.faulty.hold(method="GET", path="/api/v1/checkpoints")  # box2's list
+    app = fleet.app(clock)
+    async with app.run_test(size=(160, 40)) as pilot:
+        try:
+            await until(lambda: fleet.faulty.held == 1, pilot.pause)
+            await until(
+                lambda: "box1 sl/llama-8b-tulu3" in pane_lines(app)
+                and "scratch trainer-out" in pane_lines(app),
+                pilot.pause,
+            )
+            assert "box2" in screen_of(app).fetching
+            assert fleet.faulty.held == 1
+        finally:
+            gate.set()
+        await settle(pilot)
+        assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
+
+
 def _whole(progress: tuple[int, int] | None) -> bool:
     return progress is not None and progress[0] == progress[1] > 0
 

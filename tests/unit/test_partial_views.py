@@ -58,17 +58,21 @@ def test_a_slow_list_gets_a_view_each_time_its_rows_double() -> None:
     assert made == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000]
 
 
-def test_loads_that_share_a_spacing_make_one_view_per_interval() -> None:
+def test_loads_that_share_a_spacing_show_one_first_page_and_then_only_slow_lists() -> None:
     ticks = Ticks()
     spacing = PartialSpacing(ticks)
-    one, two = PartialViews(spacing), PartialViews(spacing)
-    one.arrived(10_000)
-    two.arrived(10_000)
-    assert one.due(10_000, 25_000)
+    one, two, three = PartialViews(spacing), PartialViews(spacing), PartialViews(spacing)
+    for load in (one, two, three):
+        load.arrived(10_000)
+    assert one.due(10_000, 25_000)  # the first frame
     assert not two.due(10_000, 25_000)  # the screen would not show it sooner anyway
     ticks.now += PARTIAL_EVERY * 1.01
-    two.arrived(1_000)
-    assert two.due(11_000, 25_000)  # its first view: no doubling asked
+    # the screen shows rows: a list whose rest comes within WORTH_A_VIEW makes no view
+    two.arrived(10_000)
+    assert not two.due(20_000, 25_000)  # 5,000 left at 80,000 a second
+    ticks.now += 2.0
+    three.arrived(1_000)
+    assert three.due(11_000, 25_000)  # 14,000 left at 4,900 a second: worth a view
 
 
 def test_a_list_read_again_starts_its_views_over() -> None:

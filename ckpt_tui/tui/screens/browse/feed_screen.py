@@ -18,7 +18,7 @@ from ckpt_tui.backends import Fleet
 from ckpt_tui.backends.fleet import UNREACHABLE
 from ckpt_tui.backends.fleet_view import FleetCatalog, RowKey, RunKey, row_key, run_key
 from ckpt_tui.catalog import CheckpointRow
-from ckpt_tui.catalog.partial_views import PARTIAL_EVERY
+from ckpt_tui.catalog.partial_views import PARTIAL_EVERY, WORTH_A_VIEW
 from ckpt_tui.catalog.row_cache import RowCache
 from ckpt_tui.catalog.snapshot import Snapshot
 from ckpt_tui.tui.screens.browse.messages import (
@@ -154,9 +154,10 @@ class FeedScreen(Screen[None]):
             return  # a load that ended as the screen went: nothing to show it in
         fleet = self.fleet.with_backend(state.name, state)
         if self.fetching - {state.name} and self.shown_catalog is not None:
-            # Others are still loading: the panes follow with their pages (each refresh sorts
-            # every row shown), and the sorting ahead of the keys waits for the last one.
-            self.follow(fleet)
+            # Others are still loading: the panes wait for them, WORTH_A_VIEW at most (each
+            # refresh sorts every row shown, and lists that end together need one), and the
+            # sorting ahead of the keys waits for the last one.
+            self.follow_later(fleet)
             self.complete_due = True
         else:
             self.complete_due = False
@@ -272,6 +273,15 @@ class FeedScreen(Screen[None]):
         if not self.refresh_due:
             self.refresh_due = True
             asyncio.get_running_loop().call_later(PARTIAL_EVERY, self.show_pages)
+
+    def follow_later(self, fleet: Fleet) -> None:
+        """Show `fleet` in WORTH_A_VIEW seconds, unless the panes follow sooner (more pages,
+        or every load ended); the header counts it at once."""
+        if self.is_showing:
+            self.fleet = fleet
+        if not self.refresh_due:
+            self.refresh_due = True
+            asyncio.get_running_loop().call_later(WORTH_A_VIEW, self.show_pages)
 
     def show_pages(self) -> None:
         """The pages that arrived since the panes last followed (unless shown meanwhile)."""
