@@ -7,7 +7,6 @@ entry in the fleet, with what to do; it never holds back or fails the others.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 
@@ -119,7 +118,7 @@ async def load_backend(
     or, when it cannot be loaded, its last state with the error and what to do.
 
     `on_partial` sees a state with each partial snapshot while pages arrive. Without `costs`
-    (a listing that shows none) the billing endpoint and the latency are not asked.
+    (a listing that shows none) the billing endpoint is not asked.
     `own_logs_only`: one of several backends (see `load_snapshot`).
     """
     state = state or BackendState(connection.backend)
@@ -147,14 +146,10 @@ async def load_backend(
     except BaseException:
         rate_task.cancel()
         raise
-    latency = None
-    if costs:  # it answered the whole load: a failed extra request changes nothing
-        with contextlib.suppress(ClientError):
-            latency = await measure_latency(connection.client)
     rate, source = await rate_task
-    return BackendState(
-        connection.backend, snapshot, None, snapshot.complete, latency, rate, source
-    )
+    # No latency: no command that loads a fleet shows one, and measuring it was one more
+    # round trip before a prune's first delete (the app measures its own, after its load).
+    return BackendState(connection.backend, snapshot, None, snapshot.complete, None, rate, source)
 
 
 async def load_fleet(

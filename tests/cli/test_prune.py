@@ -145,6 +145,18 @@ def test_failed_deletes_are_reported_per_item_and_exit_1(
     assert all("000300" in o["message"] for o in document["outcomes"])
 
 
+def test_a_prune_sends_no_request_it_does_not_need_before_deleting(demo: ServedDemo) -> None:
+    """The one-item list request that measures a backend's latency (which the app and
+    `backends` show, and no prune) is not sent: it cost a round trip before the first
+    delete."""
+    faulty = FaultyApp(create_app(demo.store, sweep_interval=None))
+    with run_server(faulty) as url:
+        assert prune(url, demo, "--run", SFT, "--keep-last", "2", "--yes") == 0
+    asked = list(zip(faulty.requests, faulty.queries, strict=True))
+    assert (("GET", "/api/v1/checkpoints"), "limit=1&offset=0") not in asked
+    assert [method for (method, _), _ in asked].count("DELETE") == 16
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -68,4 +68,5 @@ async def test_a_hanging_backend_holds_back_no_other(tmp_path: Path, clock: Fixe
     assert dead.snapshot is None and dead.error is not None and "could not connect" in dead.error
     assert "SSH tunnel" in dead.error
     assert {row.backend for row in fleet.rows()} == {"slow", "fast"}
-    assert fleet.state("fast").latency is not None and fleet.state("dead").latency is None
+    # no command that loads a fleet shows a latency, so none is measured (one round trip)
+    assert all(state.latency is None for state in fleet.states)

@@ -65,6 +65,8 @@ class FaultyApp:
         self.failing_names: set[str] = set()
         self.failing_status = 500
         self.requests: list[tuple[str, str]] = []
+        self.queries: list[str] = []
+        """Each request's query string, in the order of `requests`."""
         self.headers: list[dict[str, str]] = []
         self._rules: list[_Rule] = []
         self._holds: list[tuple[str | None, int, threading.Event, str | None, str | None]] = []
@@ -148,6 +150,7 @@ class FaultyApp:
             return
         method, path = str(scope["method"]), str(scope["path"])
         self.requests.append((method, path))
+        self.queries.append(bytes(scope.get("query_string", b"")).decode("latin-1"))
         self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)

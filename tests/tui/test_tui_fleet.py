@@ -190,8 +190,10 @@ async def test_a_backend_whose_list_is_held_does_not_hold_back_the_others_rows(
         try:
             await until(lambda: fleet.faulty.held == 1, pilot.pause)
             await until(
-                lambda: "box1 sl/llama-8b-tulu3" in pane_lines(app)
-                and "scratch trainer-out" in pane_lines(app),
+                lambda: (
+                    "box1 sl/llama-8b-tulu3" in pane_lines(app)
+                    and "scratch trainer-out" in pane_lines(app)
+                ),
                 pilot.pause,
             )
             assert "box2" in screen_of(app).fetching
