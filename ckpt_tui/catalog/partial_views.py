@@ -3,7 +3,7 @@
 A partial snapshot re-joins every row its backend has so far, on the app's CPU, while the
 pages still to come wait for that CPU. Joins nobody sees only delay the whole view: with a
 partial every 0.25 s for each backend on its own, four backends of 25,000 reached the whole
-view about 1.35 times later than one backend of 100,000 (`benchmarks/bench_fleet.py`).
+view 1.25-1.47 times later than one backend of 100,000 (`benchmarks/bench_fleet.py`).
 """
 
 from __future__ import annotations
