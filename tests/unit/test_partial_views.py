@@ -84,3 +84,18 @@ def test_a_list_read_again_starts_its_views_over() -> None:
     ticks.now += 2 * PARTIAL_EVERY
     views.arrived(10_000)
     assert views.due(10_000, 100_000)  # a first view of the new reading
+
+
+def test_views_of_slow_lists_are_at_least_the_spacing_apart() -> None:
+    ticks = Ticks()
+    spacing = PartialSpacing(ticks)
+    one, two = PartialViews(spacing), PartialViews(spacing)
+    one.arrived(1_000)
+    assert one.due(1_000, 100_000)
+    ticks.now += 10.0  # 1,000 in 10 s: both lists are slow
+    two.arrived(1_000)
+    assert two.due(1_000, 100_000)
+    one.arrived(1_000)
+    assert not one.due(2_000, 100_000)  # doubled and slow, but a view was just made
+    ticks.now += PARTIAL_EVERY * 1.01
+    assert one.due(2_000, 100_000)
