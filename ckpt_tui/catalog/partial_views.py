@@ -64,6 +64,8 @@ class PartialViews:
         counts as joined."""
         if self.received >= total:
             return False  # the whole list is in: its join follows at once
+        if not self.received:
+            return False  # empty pages so far (the list shrank, or says more than it has)
         if self.spacing.last is not None:  # the screen shows rows already
             elapsed = self.spacing.monotonic() - self.started
             left = (total - self.received) * elapsed / self.received

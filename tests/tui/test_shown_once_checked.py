@@ -30,3 +30,12 @@ def test_a_check_with_no_page_yet_shows_nothing() -> None:
     gate = ShownOnceChecked(shown.append)
     gate.checked()
     assert shown == []
+
+
+def test_a_held_page_is_dropped_when_the_whole_list_is_in_before_the_check() -> None:
+    shown: list[Snapshot] = []
+    gate = ShownOnceChecked(shown.append)
+    (page,) = snapshots(1)
+    gate.page(page)
+    gate.checked(show_held=False)
+    assert shown == []

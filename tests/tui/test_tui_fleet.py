@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 
 from ckpt_tui.backends.fleet_view import row_key
+from ckpt_tui.catalog.partial_views import PartialSpacing
 from ckpt_tui.client import Endpoint
+from ckpt_tui.server import params
 from ckpt_tui.timekeeping.clock import FixedClock
 from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.browse import snapshot_feed
 from ckpt_tui.tui.view.groups import BackendGroup
 from tests.support.demo_fixture import ServedDemo, served_demo
 from tests.support.faulty_app import FaultyApp
@@ -152,28 +155,50 @@ async def test_the_view_shows_whole_while_a_backend_still_measures_its_latency(
         assert screen.fleet.state("box2").latency is not None
 
 
+class EveryPageAView(PartialSpacing):
+    """A spacing under which every page that is not the last makes a partial view."""
+
+    def claim(self) -> bool:
+        return True
+
+
 async def test_a_backend_is_read_while_its_store_id_is_asked_and_shown_once_compared(
-    fleet: Fleet, clock: FixedClock
+    fleet: Fleet, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With several backends, the health check that says a backend's store id and its list
     go out side by side (reading writes nothing), so no load waits a round trip for the id;
-    but none of its rows shows until the id has been compared with the other backends'."""
+    but none of its rows shows until the id has been compared with the other backends'.
+    The servers serve pages of 5 and every page makes a partial view, so box2 makes views
+    while its check is held."""
+    monkeypatch.setattr(params, "MAX_LIMIT", 5)
+    monkeypatch.setattr(snapshot_feed, "PartialSpacing", EveryPageAView)
     gate = fleet.faulty.hold(method="GET", path="/api/v1/healthz")  # box2's store id
+    # Two of box2's pages wait, so that one can come after its runs and not be the last.
+    pages = [fleet.faulty.hold(method="GET", query=f"limit=5&offset={n}") for n in (5, 10)]
     app = fleet.app(clock)
     async with app.run_test(size=(160, 40)) as pilot:
         screen = screen_of(app)
+
+        def box2_has(missing: int) -> bool:
+            loaded, total = screen.feed.progress.get("box2", (0, 0))
+            return total > 0 and loaded == total - missing
+
         try:
-            await until(lambda: fleet.faulty.held == 1, pilot.pause)
-            # box2's whole list comes in while its health check is held
-            await until(lambda: fleet.faulty.count("GET", "/api/v1/training_runs") > 0, pilot.pause)
-            await until(lambda: _whole(screen.feed.progress.get("box2")), pilot.pause)
+            # box2's list comes in, page by page, while its health check is held
+            await until(lambda: fleet.faulty.held == 3 and box2_has(10), pilot.pause)
+            await until(
+                lambda: fleet.faulty.count("GET", "/api/v1/training_runs") >= 2, pilot.pause
+            )
+            await pilot.pause(0.2)  # the runs' answers: a page after them makes a view
+            pages[0].set()
+            await until(lambda: box2_has(5), pilot.pause)
             await until(lambda: "box1 ✓" in header(app) and "scratch ✓" in header(app), pilot.pause)
-            for _ in range(10):
-                await pilot.pause()
+            await pilot.pause(0.5)  # time for a view made of box2's pages to be shown
             assert "box2" in screen.fetching
             assert not any(line.startswith("box2 ") for line in pane_lines(app))
         finally:
-            gate.set()
+            for held in (gate, *pages):
+                held.set()
         await settle(pilot)
         assert "box2 ✓" in header(app)
         assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
@@ -204,8 +229,9 @@ async def test_a_backend_whose_list_is_held_does_not_hold_back_the_others_rows(
         assert "box2 sl/llama-8b-tulu3" in pane_lines(app)
 
 
-def _whole(progress: tuple[int, int] | None) -> bool:
-    return progress is not None and progress[0] == progress[1] > 0
+def runs_asked(fleet: Fleet) -> int:
+    """How many pages of runs box2 was asked for."""
+    return fleet.faulty.count("GET", "/api/v1/training_runs")
 
 
 async def test_a_poll_leaves_a_load_that_measures_its_latency_to_finish(

@@ -99,3 +99,16 @@ def test_views_of_slow_lists_are_at_least_the_spacing_apart() -> None:
     assert not one.due(2_000, 100_000)  # doubled and slow, but a view was just made
     ticks.now += PARTIAL_EVERY * 1.01
     assert one.due(2_000, 100_000)
+
+
+def test_empty_pages_make_no_view_and_no_error() -> None:
+    """A page may bring nothing while the list says it has more (it shrank meanwhile): there
+    is no rate to judge the rest by, and nothing to show."""
+    ticks = Ticks()
+    spacing = PartialSpacing(ticks)
+    shown, empty = PartialViews(spacing), PartialViews(spacing)
+    shown.arrived(10)
+    assert shown.due(10, 100)
+    empty.arrived(0)
+    ticks.now += 2.0
+    assert not empty.due(0, 10)

@@ -68,11 +68,13 @@ class ShownOnceChecked:
         else:
             self.held = snapshot
 
-    def checked(self) -> None:
+    def checked(self, show_held: bool = True) -> None:
+        """Pages may pass from now on; the latest held one is shown unless not `show_held`
+        (the whole list is in already, and shown next)."""
         self.passed = True
-        if self.held is not None:
+        if self.held is not None and show_held:
             self.show(self.held)
-            self.held = None
+        self.held = None
 
 
 class SnapshotFeed:
@@ -148,7 +150,7 @@ class SnapshotFeed:
                 await cancelled(loading)
                 self.post(BackendFailed(name, one_store, keep_rows=False))
                 return
-            shown.checked()
+            shown.checked(show_held=not loading.done())
             snapshot = await loading
             rate, source = await rating
         except ClientError as exc:
@@ -176,7 +178,9 @@ class SnapshotFeed:
             # The header's latency follows one request later.
             await self.measure(name, connection)
         finally:
-            loading.cancel()  # a worker cancelled meanwhile stops its load too
+            # A worker cancelled meanwhile (a new load, the app quitting) ends its load too,
+            # and takes its outcome, an error included, so none is left unretrieved.
+            await cancelled(loading)
             self.end_load(name, number)
 
     def end_load(self, name: str, number: int) -> None:
