@@ -150,7 +150,8 @@ class FaultyApp:
             return
         method, path = str(scope["method"]), str(scope["path"])
         self.requests.append((method, path))
-        self.queries.append(bytes(scope.get("query_string", b"")).decode("latin-1"))
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        self.queries.append(query)
         self.headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -169,19 +170,19 @@ class FaultyApp:
             await send(message)
 
         try:
-            await self._answer(scope, receive, send_counted, method, path)
+            await self._answer(scope, receive, send_counted, method, path, query)
         finally:
             if not answered:
                 self.in_flight -= 1
 
     async def _answer(
-        self, scope: Scope, receive: Receive, send: Send, method: str, path: str
+        self, scope: Scope, receive: Receive, send: Send, method: str, path: str, asked: str
     ) -> None:
+        """Answer one request; `asked` is its query string."""
         await self._gather(method)
         self._slow_down(method)
         if self.delay > 0:
             await asyncio.sleep(self.delay)
-        asked = bytes(scope.get("query_string", b"")).decode("latin-1")
         for held_method, after, gate, query, held_path in self._holds:
             if held_method not in (None, method) or held_path not in (None, path):
                 continue

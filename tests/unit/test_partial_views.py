@@ -7,20 +7,11 @@ from ckpt_tui.catalog.partial_views import (
     PartialSpacing,
     PartialViews,
 )
-
-
-class Ticks:
-    """A monotonic clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.faulty_app import VirtualClock
 
 
 def test_the_first_page_is_joined_for_a_view_only_when_more_pages_are_to_come() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     whole = PartialViews(PartialSpacing(ticks))
     whole.arrived(1_200)
     assert not whole.due(1_200, 1_200)  # the whole list's own join follows at once
@@ -30,7 +21,7 @@ def test_the_first_page_is_joined_for_a_view_only_when_more_pages_are_to_come() 
 
 
 def test_after_the_first_a_view_waits_for_doubled_rows_and_a_slow_rest() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     views = PartialViews(PartialSpacing(ticks))
     views.arrived(10_000)
     assert views.due(10_000, 100_000)
@@ -47,7 +38,7 @@ def test_after_the_first_a_view_waits_for_doubled_rows_and_a_slow_rest() -> None
 
 
 def test_a_slow_list_gets_a_view_each_time_its_rows_double() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     views = PartialViews(PartialSpacing(ticks))
     made = []
     for page in range(1, 100):  # 1,000 rows a second, of 100,000
@@ -59,7 +50,7 @@ def test_a_slow_list_gets_a_view_each_time_its_rows_double() -> None:
 
 
 def test_loads_that_share_a_spacing_show_one_first_page_and_then_only_slow_lists() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     spacing = PartialSpacing(ticks)
     one, two, three = PartialViews(spacing), PartialViews(spacing), PartialViews(spacing)
     for load in (one, two, three):
@@ -76,7 +67,7 @@ def test_loads_that_share_a_spacing_show_one_first_page_and_then_only_slow_lists
 
 
 def test_a_list_read_again_starts_its_views_over() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     views = PartialViews(PartialSpacing(ticks))
     views.arrived(10_000)
     assert views.due(10_000, 100_000)
@@ -87,7 +78,7 @@ def test_a_list_read_again_starts_its_views_over() -> None:
 
 
 def test_views_of_slow_lists_are_at_least_the_spacing_apart() -> None:
-    ticks = Ticks()
+    ticks = VirtualClock()
     spacing = PartialSpacing(ticks)
     one, two = PartialViews(spacing), PartialViews(spacing)
     one.arrived(1_000)
@@ -104,7 +95,7 @@ def test_views_of_slow_lists_are_at_least_the_spacing_apart() -> None:
 def test_empty_pages_make_no_view_and_no_error() -> None:
     """A page may bring nothing while the list says it has more (it shrank meanwhile): there
     is no rate to judge the rest by, and nothing to show."""
-    ticks = Ticks()
+    ticks = VirtualClock()
     spacing = PartialSpacing(ticks)
     shown, empty = PartialViews(spacing), PartialViews(spacing)
     shown.arrived(10)

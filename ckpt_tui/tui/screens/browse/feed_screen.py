@@ -267,21 +267,17 @@ class FeedScreen(Screen[None]):
         now = time.monotonic()
         if self.shown_catalog is None or now - self.last_shown >= PARTIAL_EVERY:
             self.apply_fleet(fleet)
-            return
+        else:
+            self.follow_later(fleet, PARTIAL_EVERY)
+
+    def follow_later(self, fleet: Fleet, delay: float = WORTH_A_VIEW) -> None:
+        """Show `fleet` in `delay` seconds, unless the panes follow sooner (more pages, or
+        every load ended); the header counts it at once."""
         if self.is_showing:
             self.fleet = fleet  # the header counts it now; the panes at the next refresh
         if not self.refresh_due:
             self.refresh_due = True
-            asyncio.get_running_loop().call_later(PARTIAL_EVERY, self.show_pages)
-
-    def follow_later(self, fleet: Fleet) -> None:
-        """Show `fleet` in WORTH_A_VIEW seconds, unless the panes follow sooner (more pages,
-        or every load ended); the header counts it at once."""
-        if self.is_showing:
-            self.fleet = fleet
-        if not self.refresh_due:
-            self.refresh_due = True
-            asyncio.get_running_loop().call_later(WORTH_A_VIEW, self.show_pages)
+            asyncio.get_running_loop().call_later(delay, self.show_pages)
 
     def show_pages(self) -> None:
         """The pages that arrived since the panes last followed (unless shown meanwhile)."""

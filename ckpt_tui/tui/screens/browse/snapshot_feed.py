@@ -147,7 +147,6 @@ class SnapshotFeed:
         try:
             if self.several and (one_store := await self.one_store(name, connection)):
                 rating.cancel()
-                await cancelled(loading)
                 self.post(BackendFailed(name, one_store, keep_rows=False))
                 return
             shown.checked(show_held=not loading.done())
@@ -155,7 +154,6 @@ class SnapshotFeed:
             rate, source = await rating
         except ClientError as exc:
             rating.cancel()
-            await cancelled(loading)
             self.post(BackendFailed(name, failure_text(exc), error_kind(exc)))
         else:
             state = (
@@ -178,8 +176,9 @@ class SnapshotFeed:
             # The header's latency follows one request later.
             await self.measure(name, connection)
         finally:
-            # A worker cancelled meanwhile (a new load, the app quitting) ends its load too,
-            # and takes its outcome, an error included, so none is left unretrieved.
+            # A refused backend's load, or one whose worker was cancelled meanwhile (a new
+            # load, the app quitting), ends here; its outcome, an error included, is taken
+            # so none is left unretrieved.
             await cancelled(loading)
             self.end_load(name, number)
 
