@@ -11,6 +11,7 @@ import pytest
 from ckpt_tui.locations import parse_location
 from ckpt_tui.store import Store
 from ckpt_tui.store.blobs import FolderStorage, objects
+from ckpt_tui.store.blobs.base import StorageReadError
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.discover import FoundRun, discover
@@ -239,3 +240,31 @@ def test_a_listing_without_end_is_a_problem_not_a_hang(
     assert not problems.complete
     assert "no object" in problems.lines[0]
     assert pages > 1  # it did follow the tokens for a while
+
+
+def test_a_store_closed_during_its_first_look_sends_no_more_requests(
+    clock: FixedClock, trainer_bucket: str, s3: S3Server
+) -> None:
+    """The app quitting while a bucket is still first read (`first_look_behind`): after
+    `close`, the look asks for nothing more, and ends once what it had in flight is
+    answered. (A process that ends while obstore still answers can abort: see
+    `ObjectStorage.stop`.)"""
+    faults = S3Faults(s3.endpoint)
+    faults.hold_list_answers = gate = threading.Event()
+    faults.hold_list_of = "p/"  # the look's first listing: the prefix's top level
+    with run_server(faults) as endpoint:
+        location = parse_location(trainer_bucket, endpoint)
+        assert location is not None
+        store = BucketStore.open_bucket(ObjectStorage.open(location), clock, first_look_behind=True)
+        (look,) = [t for t in threading.enumerate() if t.name == "ckpt-tui-bucket-look"]
+        try:
+            assert faults.list_held.wait(HANG_GUARD)
+            store.close()
+            sent = list(faults.requests)
+        finally:
+            gate.set()
+        look.join(HANG_GUARD)
+        assert not look.is_alive()
+        assert faults.requests == sent
+    with pytest.raises(StorageReadError, match="the store was closed"):
+        store.storage.read_range("p/out/checkpoint-100/config.json", 0, 10)

@@ -10,6 +10,9 @@ faults a real server can have:
         faults.extra_listed_for = "store/a/"      # ... only the listings of this prefix
         faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
                                                   # waits for the event (`delete_done` is set)
+        faults.hold_list_answers = threading.Event()  # ListObjectsV2 answers wait for the
+                                                  # event (`list_held` is set once one waits)
+        faults.hold_list_of = "store/"            # ... only the listings of this prefix
         faults.backdate = True                    # objects' times answered as in 2020 (a
                                                   # server clock behind: everything settled)
         faults.endless_listing = True             # every ListObjectsV2 page is empty and
@@ -55,6 +58,9 @@ class S3Faults:
         self.extra_listed_for: str | None = None
         self.hold_delete_answers: threading.Event | None = None
         self.delete_done = threading.Event()
+        self.hold_list_answers: threading.Event | None = None
+        self.list_held = threading.Event()
+        self.hold_list_of: str | None = None
         self.backdate = False
         self.endless_listing = False
         self.refuse_listing: str | None = None
@@ -106,6 +112,10 @@ class S3Faults:
             self.delete_done.set()
             if self.hold_delete_answers is not None:
                 await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
+        held_list = self.hold_list_of in (None, _prefix(query))
+        if listing and self.hold_list_answers is not None and held_list:
+            self.list_held.set()
+            await asyncio.to_thread(self.hold_list_answers.wait, HOLD_GUARD)
         if refused:
             content = _with_errors(content, refused)
         if listing and self.extra_listed_key and self.extra_listed_for in (None, _prefix(query)):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,6 +53,8 @@ ENDPOINT_VARIABLES = {
     "az": ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"),
 }
 """The standard variables naming each cloud's endpoint (obstore reads them too)."""
+STOPPED = "not read: the store was closed"
+"""Why a request is not sent once the storage is stopped (`ObjectStorage.stop`)."""
 AZURITE_ENDPOINT = "http://127.0.0.1:10000"
 """Where `AZURE_STORAGE_USE_EMULATOR` points obstore (Azurite's default port)."""
 
@@ -80,6 +83,22 @@ class ObjectStorage:
         """What tells this bucket from another of the same name (its endpoint and location):
         the key of what is kept of it on this machine (`bucket.read_cache`). None for a
         memory or local store, whose ETags are counters or file times, not the contents'."""
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """Send no request from now on: each one not sent fails with STOPPED, and a run of
+        several (a listing, `read_many`) ends once those already in flight are answered.
+
+        For a store closed while another thread still reads it (the app quitting during a
+        bucket's first look): the process must not end with a request in flight. obstore
+        answers from threads of its own, which call into Python; one that does so while the
+        interpreter finalizes is ended inside Rust code, and that aborts the process
+        (SIGABRT). So requests are let finish rather than abandoned or cancelled."""
+        self._stopping.set()
+
+    def _go_on(self) -> None:
+        if self._stopping.is_set():
+            raise StorageReadError(STOPPED)
 
     @classmethod
     def open(cls, location: BucketLocation) -> ObjectStorage:
@@ -154,21 +173,38 @@ class ObjectStorage:
         root is one request after another; prefixes listed side by side wait together."""
         objects: list[Any] = []
         prefixes = [self._root] if self._root else [""]
+        failed: list[Exception] = []  # the first failure stops the others' next pages
+
+        def stopped() -> bool:
+            return bool(failed) or self._stopping.is_set()
+
         for _ in range(SPREAD_LEVELS):
             if len(prefixes) >= LISTS_IN_FLIGHT:
                 break
-            levels = await asyncio.gather(*(self._level(prefix) for prefix in prefixes))
+            self._go_on()
+            levels = await asyncio.gather(
+                *(self._level(prefix) for prefix in prefixes), return_exceptions=True
+            )
             prefixes = []
             for level in levels:
+                if isinstance(level, BaseException):
+                    raise level
                 objects.extend(level["objects"])
                 prefixes.extend(p.rstrip("/") for p in level["common_prefixes"])
         gate = asyncio.Semaphore(LISTS_IN_FLIGHT)
 
         async def flat(prefix: str) -> list[Any]:
             async with gate:
-                return await listed_under(self._store, prefix, MAX_LISTED)
+                try:
+                    return await listed_under(self._store, prefix, MAX_LISTED, stopped)
+                except Exception as exc:  # raised once every listing in flight has ended
+                    failed.append(exc)
+                    return []
 
-        for part in await asyncio.gather(*(flat(prefix) for prefix in prefixes)):
+        parts = await asyncio.gather(*(flat(prefix) for prefix in prefixes))
+        if failed:
+            raise failed[0]
+        for part in parts:
             objects.extend(part)
             if len(objects) > MAX_LISTED:
                 raise StorageReadError(f"more than {MAX_LISTED:,} objects under {self._url}")
@@ -185,6 +221,7 @@ class ObjectStorage:
             ) from None
 
     def stat(self, path: str) -> Entry | None:
+        self._go_on()
         key = key_of(path)
         try:
             meta = obstore.head(self._store, key)
@@ -197,6 +234,7 @@ class ObjectStorage:
     def read_range(self, path: str, start: int, length: int) -> bytes:
         if length <= 0:
             return b""
+        self._go_on()
         try:
             data = obstore.get_range(self._store, key_of(path), start=start, length=length)
         except Exception as exc:
@@ -211,6 +249,8 @@ class ObjectStorage:
 
         async def one(gate: asyncio.Semaphore, key: str, start: int, length: int) -> bytes | None:
             async with gate:
+                if self._stopping.is_set():
+                    return None
                 try:
                     got = await obstore.get_range_async(
                         self._store, key, start=start, length=length
@@ -230,6 +270,8 @@ class ObjectStorage:
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails
         as a whole leaves every key's outcome unknown: each says so."""
+        if self._stopping.is_set():
+            return dict.fromkeys(paths, STOPPED)
         keys = [key_of(path) for path in paths]
         try:
             obstore.delete(self._store, keys)
@@ -244,13 +286,20 @@ def every_object(store: ObjectStore, prefix: str | None, most: int) -> list[Obje
     return _run(listed_under(store, prefix, most))
 
 
-async def listed_under(store: ObjectStore, prefix: str | None, most: int) -> list[ObjectMeta]:
+async def listed_under(
+    store: ObjectStore,
+    prefix: str | None,
+    most: int,
+    stopped: Callable[[], bool] = lambda: False,
+) -> list[ObjectMeta]:
     """Every object under `prefix` (all pages); StorageReadError when there are more than
-    `most`, or when `LIST_WAIT_SECONDS` pass without the next objects; the cloud's errors
-    as they are raised."""
+    `most`, when `LIST_WAIT_SECONDS` pass without the next objects, or when `stopped()`
+    before a next page is asked for (STOPPED); the cloud's errors as they are raised."""
     found: list[ObjectMeta] = []
     stream = obstore.list(store, prefix, chunk_size=1000)
     while True:
+        if stopped():
+            raise StorageReadError(STOPPED)
         try:
             chunk = await asyncio.wait_for(anext(stream), LIST_WAIT_SECONDS)
         except StopAsyncIteration:

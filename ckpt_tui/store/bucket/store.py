@@ -154,9 +154,12 @@ class BucketStore(Store):
 
     def close(self) -> None:
         """As `Store.close`; while the first look is still reading (`first_look_behind`),
-        closed at once without waiting for it (an app quitting early does not hang on it)."""
+        closed at once without waiting for it (an app quitting early does not hang on it):
+        later calls refuse, and the look sends no more requests (`ObjectStorage.stop`) and
+        ends once those in flight are answered."""
         if self._behind is not None and self._behind.is_alive():
             self.guard.closed = True  # the look's thread holds the lock: later calls refuse
+            self.storage.stop()
             return
         super().close()
 
