@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ckpt_tui import __version__
 from ckpt_tui.cli import demo, download, list_backends, ls, options, prune, serve, tui
+from ckpt_tui.cli.common import end_process
 
 SUBCOMMANDS = (demo, serve, ls, prune, download, list_backends)
 
@@ -61,12 +62,10 @@ def console_main() -> int:
     quietly, with CLOSED_PIPE_EXIT: Python ignores SIGPIPE, so a write to a closed pipe
     raises BrokenPipeError, which would otherwise print a traceback."""
     try:
-        code = main(hard_exit=True)
-        sys.stdout.flush()  # here, where a closed pipe can still be told apart
+        return end_process(main(hard_exit=True))  # here, where a closed pipe can be told apart
     except BrokenPipeError:
         # What stdout still buffers would fail again at exit ("Exception ignored ..."):
         # point it at /dev/null, as the `signal` module's documentation advises.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return CLOSED_PIPE_EXIT
-    return code
