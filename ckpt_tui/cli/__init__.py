@@ -68,4 +68,4 @@ def console_main() -> int:
         # point it at /dev/null, as the `signal` module's documentation advises.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return CLOSED_PIPE_EXIT
+        return end_process(CLOSED_PIPE_EXIT)

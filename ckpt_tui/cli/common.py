@@ -212,12 +212,15 @@ def end_process(code: int) -> int:
     the process aborts (SIGABRT, "Aborted"): the demo did so once in CI, quit while its
     bucket was still being read. A script opening a `file://` bucket of 3,000 checkpoints,
     closing it 0-0.3 s later and exiting aborted 9 times in 150; ending this way, in none of
-    300. Nothing of ckpt-tui's runs at exit, so nothing is skipped. BrokenPipeError when the reader went away (`console_main` ends
-    quietly); `code` is returned, for the normal exit to report it, when the output cannot
-    be flushed otherwise (a full disk)."""
+    300. Nothing of ckpt-tui's runs at exit, so nothing is skipped.
+
+    BrokenPipeError when the reader went away (`console_main` ends quietly); `code` is
+    returned, for the normal exit to report it, when the output cannot be flushed otherwise
+    (a full disk). A stream that is closed (`2>&-`: None) has nothing to flush."""
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
     except BrokenPipeError:
         raise
     except OSError:

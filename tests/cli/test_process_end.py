@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import layouts as L
 
 GUARD = 120.0
@@ -21,12 +23,24 @@ MARKED = (
 """`ckpt-tui` as the executable runs it, with a mark printed if the interpreter finalizes."""
 
 
+@pytest.mark.parametrize("stderr", ["open", "closed"])
 def test_a_command_on_a_bucket_ends_with_its_output_and_without_finalizing(
-    tmp_path: Path,
+    tmp_path: Path, stderr: str
 ) -> None:
+    """Also with stderr closed (`2>&-`: `sys.stderr` is None), which has nothing to flush."""
     L.hf_trainer_output(tmp_path / "bucket/out", steps=(100, 200))
+    command = [
+        sys.executable,
+        "-c",
+        MARKED,
+        "backends",
+        "--local",
+        f"team=file://{tmp_path}/bucket",
+    ]
+    if stderr == "closed":
+        command = ["/bin/sh", "-c", 'exec "$@" 2>&-', "sh", *command]
     result = subprocess.run(
-        [sys.executable, "-c", MARKED, "backends", "--local", f"team=file://{tmp_path / 'bucket'}"],
+        command,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home")},
         capture_output=True,  # stdout a pipe: block-buffered, so it must be flushed first
         text=True,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -242,29 +243,43 @@ def test_a_listing_without_end_is_a_problem_not_a_hang(
     assert pages > 1  # it did follow the tokens for a while
 
 
+def first_listing(method: str, path: str, query: str) -> bool:
+    """The look's first request: the top level of the prefix `p`, listed with a delimiter."""
+    return method == "GET" and "list-type=2" in query and "prefix=p%2F&" in f"{query}&"
+
+
+def a_file_read(method: str, path: str, query: str) -> bool:
+    """One of the walk's reads ahead: a GET of a checkpoint's file, not a listing."""
+    return method == "GET" and "list-type" not in query and "/p/out/" in path
+
+
+@pytest.mark.parametrize("held", [first_listing, a_file_read], ids=["listing", "reading"])
 def test_a_store_closed_during_its_first_look_sends_no_more_requests(
-    clock: FixedClock, trainer_bucket: str, s3: S3Server
+    clock: FixedClock, trainer_bucket: str, s3: S3Server, held: Callable[[str, str, str], bool]
 ) -> None:
-    """The app quitting while a bucket is still first read (`first_look_behind`): after
-    `close`, the look asks for nothing more, and ends once what it had in flight is
-    answered. (A process that ends while obstore still answers can abort: see
-    `ObjectStorage.stop`.)"""
+    """The app quitting (or `prune --yes` stopped) while a bucket is still first read
+    (`first_look_behind`): after `close`, the look asks for nothing that was not in flight
+    (no listing, no metadata read, no store id written) and ends once that is answered. (A
+    process that ends while obstore still answers can abort: see `ObjectStorage.stop`.)"""
     faults = S3Faults(s3.endpoint)
-    faults.hold_list_answers = gate = threading.Event()
-    faults.hold_list_of = "p/"  # the look's first listing: the prefix's top level
+    faults.hold_answers = gate = threading.Event()
+    faults.hold_answers_to = held
     with run_server(faults) as endpoint:
         location = parse_location(trainer_bucket, endpoint)
         assert location is not None
-        store = BucketStore.open_bucket(ObjectStorage.open(location), clock, first_look_behind=True)
-        (look,) = [t for t in threading.enumerate() if t.name == "ckpt-tui-bucket-look"]
+        storage = ObjectStorage.open(location)
+        store = BucketStore.open_bucket(storage, clock, first_look_behind=True, keep_store_id=True)
+        look = store._behind
+        assert look is not None
         try:
-            assert faults.list_held.wait(HANG_GUARD)
+            assert faults.answer_held.wait(HANG_GUARD)
             store.close()
-            sent = list(faults.requests)
+            sent = len(faults.requests)
         finally:
             gate.set()
         look.join(HANG_GUARD)
         assert not look.is_alive()
-        assert faults.requests == sent
+        after = faults.requests[sent:]
+    assert [request for request in after if not a_file_read(*request)] == []
     with pytest.raises(StorageReadError, match="the store was closed"):
-        store.storage.read_range("p/out/checkpoint-100/config.json", 0, 10)
+        storage.read_range("p/out/checkpoint-100/config.json", 0, 10)

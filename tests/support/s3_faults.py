@@ -10,9 +10,9 @@ faults a real server can have:
         faults.extra_listed_for = "store/a/"      # ... only the listings of this prefix
         faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
                                                   # waits for the event (`delete_done` is set)
-        faults.hold_list_answers = threading.Event()  # ListObjectsV2 answers wait for the
-                                                  # event (`list_held` is set once one waits)
-        faults.hold_list_of = "store/"            # ... only the listings of this prefix
+        faults.hold_answers = threading.Event()   # the answers `hold_answers_to` picks
+        faults.hold_answers_to = picked           # wait for the event: picked(method, path,
+                                                  # query); `answer_held` is set once one waits
         faults.backdate = True                    # objects' times answered as in 2020 (a
                                                   # server clock behind: everything settled)
         faults.endless_listing = True             # every ListObjectsV2 page is empty and
@@ -31,6 +31,7 @@ import base64
 import hashlib
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
@@ -59,8 +60,9 @@ class S3Faults:
         self.hold_delete_answers: threading.Event | None = None
         self.delete_done = threading.Event()
         self.hold_list_answers: threading.Event | None = None
-        self.list_held = threading.Event()
-        self.hold_list_of: str | None = None
+        self.hold_answers: threading.Event | None = None
+        self.hold_answers_to: Callable[[str, str, str], bool] = lambda *_: False
+        self.answer_held = threading.Event()
         self.backdate = False
         self.endless_listing = False
         self.refuse_listing: str | None = None
@@ -112,10 +114,9 @@ class S3Faults:
             self.delete_done.set()
             if self.hold_delete_answers is not None:
                 await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
-        held_list = self.hold_list_of in (None, _prefix(query))
-        if listing and self.hold_list_answers is not None and held_list:
-            self.list_held.set()
-            await asyncio.to_thread(self.hold_list_answers.wait, HOLD_GUARD)
+        if self.hold_answers is not None and self.hold_answers_to(method, path, query):
+            self.answer_held.set()
+            await asyncio.to_thread(self.hold_answers.wait, HOLD_GUARD)
         if refused:
             content = _with_errors(content, refused)
         if listing and self.extra_listed_key and self.extra_listed_for in (None, _prefix(query)):

@@ -96,8 +96,13 @@ class ObjectStorage:
         (SIGABRT). So requests are let finish rather than abandoned or cancelled."""
         self._stopping.set()
 
+    @property
+    def stopped(self) -> bool:
+        """Whether `stop` was called: a caller between requests ends its work."""
+        return self._stopping.is_set()
+
     def _go_on(self) -> None:
-        if self._stopping.is_set():
+        if self.stopped:
             raise StorageReadError(STOPPED)
 
     @classmethod
@@ -176,7 +181,7 @@ class ObjectStorage:
         failed: list[Exception] = []  # the first failure stops the others' next pages
 
         def stopped() -> bool:
-            return bool(failed) or self._stopping.is_set()
+            return bool(failed) or self.stopped
 
         for _ in range(SPREAD_LEVELS):
             if len(prefixes) >= LISTS_IN_FLIGHT:
@@ -249,7 +254,7 @@ class ObjectStorage:
 
         async def one(gate: asyncio.Semaphore, key: str, start: int, length: int) -> bytes | None:
             async with gate:
-                if self._stopping.is_set():
+                if self.stopped:
                     return None
                 try:
                     got = await obstore.get_range_async(
@@ -270,7 +275,7 @@ class ObjectStorage:
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         """One DeleteObjects per 1,000 keys on S3 (obstore batches them). A batch that fails
         as a whole leaves every key's outcome unknown: each says so."""
-        if self._stopping.is_set():
+        if self.stopped:
             return dict.fromkeys(paths, STOPPED)
         keys = [key_of(path) for path in paths]
         try:

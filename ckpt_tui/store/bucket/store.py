@@ -129,9 +129,11 @@ class BucketStore(Store):
 
     def _first_look(self) -> None:
         self._watcher.scan_all()
+        if self.guard.closed:  # closed during the look: what it read may be partial
+            return
         if self._keep_id_at_first_look:  # after the listing: the id it made is the one kept
             self._changes.keep_store_id()
-        if not self.readonly and not self.guard.closed:
+        if not self.readonly:
             self._sweep()  # on what was just read: no second look
 
     def _look_behind(self) -> None:

@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ckpt_tui.store.blobs.objects import ObjectStorage, reason
+from ckpt_tui.store.blobs.objects import STOPPED, ObjectStorage, reason
 from ckpt_tui.store.bucket.identity import listed_id
 from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
@@ -93,6 +93,9 @@ class BucketWatcher(Watcher):
             return
         self._seen = fingerprint
         tree.read_ahead()  # without the walk's order: many requests at once
+        if self.storage.stopped:  # closed meanwhile: the walk would read the metadata
+            self._walk = Reading(unread={root or ".": f"cannot be read: {STOPPED}"})
+            return
         meta = self._ledger.meta
         rows_by_run: dict[str, list[Row]] = defaultdict(list)
         for row in meta.rows():
