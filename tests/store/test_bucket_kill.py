@@ -29,7 +29,7 @@ from ckpt_tui.timekeeping.clock import FixedClock, SystemClock
 from tests.support import layouts as L
 from tests.support.bucket_places import bucket_place
 from tests.support.live_server import run_server
-from tests.support.s3_faults import S3Faults
+from tests.support.s3_faults import S3Faults, deletes
 from tests.support.s3_server import S3Server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,15 +140,16 @@ def test_a_kill_while_a_batch_is_answered_loses_nothing_and_the_next_open_finish
     """The server has deleted a batch but the answer never reaches the killed process."""
     seeded(s3, s3_bucket)
     faults = S3Faults(s3.endpoint)
-    faults.hold_delete_answers = threading.Event()
+    faults.hold_answers_to = deletes
+    faults.hold_answers = gate = threading.Event()
     with run_server(faults) as endpoint:
         try:
             with child(endpoint, s3_bucket, stop_after=0) as process:
                 wait_for(process, "intent")
-                assert faults.delete_done.wait(GUARD)
+                assert faults.answer_held.wait(GUARD)
                 killed(process)
         finally:
-            faults.hold_delete_answers.set()
+            gate.set()
     assert s3.keys(s3_bucket, "store/run/step-10/") == DOOMED[8:]
     finished_at_next_open(s3, s3_bucket)
 
@@ -274,12 +275,13 @@ def served_then_killed(
             url = server.stdout.readline().split("serving ", 1)[1].split(" ", 1)[0]
             path = f"{url}/api/v1/training_runs/trainer/checkpoints/weights/checkpoint-100"
             assert httpx.post(f"{path}/publish", timeout=GUARD).status_code == 204
-            faults.delete_done.clear()  # the first write's probe deleted its scratch object
-            faults.hold_delete_answers = gate
+            # from now on: the first write's probe deleted its scratch object before
+            faults.hold_answers_to = deletes
+            faults.hold_answers = gate
             answers: list[object] = []
             asking = threading.Thread(target=_delete, args=(path, answers))
             asking.start()
-            assert faults.delete_done.wait(GUARD)
+            assert faults.answer_held.wait(GUARD)
             killed(server)
             asking.join(GUARD)
             assert answers and isinstance(answers[0], httpx.TransportError)
@@ -325,8 +327,9 @@ def test_kill_9_of_serve_during_a_prune_keeps_what_is_kept_and_no_checkpoint_hal
                 url = server.stdout.readline().split("serving ", 1)[1].split(" ", 1)[0]
                 api = f"{url}/api/v1/training_runs/trainer/checkpoints/weights"
                 assert httpx.post(f"{api}/checkpoint-200/publish", timeout=GUARD).status_code == 204
-                faults.delete_done.clear()
-                faults.hold_delete_answers = gate
+                # from now on: the first write's probe deleted its scratch object before
+                faults.hold_answers_to = deletes
+                faults.hold_answers = gate
                 prune = [sys.executable, "-m", "ckpt_tui", "prune", "--url", url]
                 pruning = subprocess.Popen(
                     [*prune, "--keep-last", "1", "--yes"],
@@ -335,7 +338,7 @@ def test_kill_9_of_serve_during_a_prune_keeps_what_is_kept_and_no_checkpoint_hal
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
-                assert faults.delete_done.wait(GUARD)
+                assert faults.answer_held.wait(GUARD)
                 killed(server)
                 pruning.wait(GUARD)
             finally:

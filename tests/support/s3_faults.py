@@ -8,11 +8,10 @@ faults a real server can have:
                                                   # containing "locked" (and keeps them)
         faults.extra_listed_key = "store/x/y"     # every ListObjectsV2 answer also names this
         faults.extra_listed_for = "store/a/"      # ... only the listings of this prefix
-        faults.hold_delete_answers = threading.Event()  # DeleteObjects is done, its answer
-                                                  # waits for the event (`delete_done` is set)
-        faults.hold_answers = threading.Event()   # the answers `hold_answers_to` picks
-        faults.hold_answers_to = picked           # wait for the event: picked(method, path,
-                                                  # query); `answer_held` is set once one waits
+        faults.hold_answers_to = picked           # the requests picked(method, path, query)
+        faults.hold_answers = threading.Event()   # are done upstream, their answers wait
+                                                  # for the event (`answer_held` is set once
+                                                  # one waits); `deletes` picks DeleteObjects
         faults.backdate = True                    # objects' times answered as in 2020 (a
                                                   # server clock behind: everything settled)
         faults.endless_listing = True             # every ListObjectsV2 page is empty and
@@ -57,9 +56,6 @@ class S3Faults:
         self.refuse_delete: str | None = None
         self.extra_listed_key: str | None = None
         self.extra_listed_for: str | None = None
-        self.hold_delete_answers: threading.Event | None = None
-        self.delete_done = threading.Event()
-        self.hold_list_answers: threading.Event | None = None
         self.hold_answers: threading.Event | None = None
         self.hold_answers_to: Callable[[str, str, str], bool] = lambda *_: False
         self.answer_held = threading.Event()
@@ -110,10 +106,6 @@ class S3Faults:
                 content=body,
             )
         content = answer.content
-        if method == "POST" and "delete" in query:
-            self.delete_done.set()
-            if self.hold_delete_answers is not None:
-                await asyncio.to_thread(self.hold_delete_answers.wait, HOLD_GUARD)
         if self.hold_answers is not None and self.hold_answers_to(method, path, query):
             self.answer_held.set()
             await asyncio.to_thread(self.hold_answers.wait, HOLD_GUARD)
@@ -128,6 +120,11 @@ class S3Faults:
                 b"<LastModified>" + _OLD_TIME + b"</LastModified>", content
             )
         await _answer(send, answer, content, self.backdate)
+
+
+def deletes(method: str, path: str, query: str) -> bool:
+    """`hold_answers_to` for the DeleteObjects requests."""
+    return method == "POST" and "delete" in query
 
 
 def _prefix(query: str) -> str:

@@ -73,7 +73,11 @@ class BucketWatcher(Watcher):
 
     def failed_first_look(self, exc: Exception) -> None:
         """A first look that raised (not a listing that failed): the store says it is unread."""
-        self._walk = Reading(unread={self.storage.root or ".": f"cannot be read: {reason(exc)}"})
+        self._unread_whole(f"cannot be read: {reason(exc)}")
+
+    def _unread_whole(self, why: str) -> None:
+        """The look read nothing whole: the store's root is unread, for `why`."""
+        self._walk = Reading(unread={self.storage.root or ".": why})
 
     def scan_all(self) -> None:
         """Read the whole prefix and bring the ledger in line (under the store's lock)."""
@@ -81,7 +85,7 @@ class BucketWatcher(Watcher):
         try:
             tree = list_tree(self.storage)
         except OSError as exc:
-            self._walk = Reading(unread={root or ".": f"cannot be listed: {why(exc)}"})
+            self._unread_whole(f"cannot be listed: {why(exc)}")
             return  # what was known stays, listed as incomplete
         self.objects_listed = tree.object_count
         if isinstance(self._ledger.meta, SharedMetaDB):
@@ -94,7 +98,7 @@ class BucketWatcher(Watcher):
         self._seen = fingerprint
         tree.read_ahead()  # without the walk's order: many requests at once
         if self.storage.stopped:  # closed meanwhile: the walk would read the metadata
-            self._walk = Reading(unread={root or ".": f"cannot be read: {STOPPED}"})
+            self._unread_whole(f"cannot be read: {STOPPED}")
             return
         meta = self._ledger.meta
         rows_by_run: dict[str, list[Row]] = defaultdict(list)
