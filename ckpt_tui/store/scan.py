@@ -223,11 +223,13 @@ def new_row(run_id: str, checkpoint_id: str, path: str) -> Row:
 
 
 def tinker_checkpoint(
-    row: Row, path: str, settling: Settling, unread: Unread
+    row: Row, path: str, settling: Settling, unread: Unread, known: Known | None = None
 ) -> tuple[Row, CheckpointEntry, bool]:
     """(the row measuring the folder's files as they are now, the entry, whether it changed);
     files that cannot be read go into `unread` (a bucket's too: see `files.reading_from`).
-    A whole look: `scan_run` tells first, from the row's listing, whether it is needed."""
+    A whole look: `scan_run` tells first, from the row's listing, whether it is needed.
+    `known` (a bucket's, whose rows are not kept between processes): what was found before
+    in these same files, not read again."""
     seen = look_here(path, single_file=False)
     look = seen[1] if seen else FilesLook(0, "", 0)
     if look.unread is not None:
@@ -235,7 +237,12 @@ def tinker_checkpoint(
         facts = incomplete_facts(f"cannot be read: {look.unread}") or {}
         return row, CheckpointEntry(row, path, {**facts, "unreadable": look.unread}), False
     known_whole = row.files_fp == look.fingerprint and row.files_seen_us is not None
-    problem, file_unread = (None, None) if known_whole else _still_written(path, look)
+    if known_whole:
+        problem, file_unread = None, None
+    elif known is not None:
+        problem, file_unread = _recall_still_written(path, look, known)
+    else:
+        problem, file_unread = _still_written(path, look)
     if file_unread is not None:  # a weight file that cannot be read: a problem, not a save
         unread[path] = file_unread
         return row, CheckpointEntry(row, path, {"unreadable": file_unread}), False
@@ -247,6 +254,22 @@ def tinker_checkpoint(
         reason, measured = problem, with_look(row, look, None)
     entry = CheckpointEntry(measured, path, incomplete_facts(reason))
     return measured, entry, measured is not row
+
+
+def _recall_still_written(
+    path: str, look: FilesLook, known: Known
+) -> tuple[str | None, str | None]:
+    """`_still_written`, or what it answered before for files with the same fingerprint
+    (kept only when every weight file could be read)."""
+    key = f"tinker:{look.fingerprint}" if look.fingerprint else None
+    answer: tuple[str | None, str | None] = known.recall(
+        path,
+        key,
+        lambda: _still_written(path, look),
+        tuple[str | None, str | None],
+        lambda answer: answer[1] is None,
+    )
+    return answer
 
 
 def _still_written(path: str, look: FilesLook) -> tuple[str | None, str | None]:

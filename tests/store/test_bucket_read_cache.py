@@ -1,8 +1,10 @@
-"""The local cache of a bucket's file starts (`store/bucket/read_cache.py`), against a real S3
-server (moto): a second open reads no object that did not change, a replaced object (a new
-ETag) is read again, and a damaged or foreign cache file is ignored (everything is read from
-the bucket, as on a first open). Nothing of it is written to the bucket. And the app's open
-(`first_look_behind`): it returns before the bucket is read, and reads wait for that look."""
+"""The local cache of a bucket's file starts and of what the walk found in them
+(`store/bucket/read_cache.py`), against a real S3 server (moto): a second open reads no
+object and examines no checkpoint that did not change, a replaced object (a new ETag) is read
+and its checkpoint examined again, and a damaged or foreign cache file, or a finding in it
+that does not decode, is ignored (read from the bucket, as on a first open). Nothing of it is
+written to the bucket. And the app's open (`first_look_behind`): it returns before the bucket
+is read, and reads wait for that look."""
 
 from __future__ import annotations
 
@@ -11,16 +13,26 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from ckpt_tui.locations import parse_location
+from ckpt_tui.store import scan
 from ckpt_tui.store.blobs.base import StorageReadError
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
-from ckpt_tui.store.bucket.read_cache import CACHE_VERSION, CachedRead, CacheFile, ReadCache
+from ckpt_tui.store.bucket.read_cache import (
+    CACHE_VERSION,
+    CachedFinding,
+    CachedRead,
+    CacheFile,
+    ReadCache,
+)
+from ckpt_tui.store.discover import hf_trainer
 from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support import layouts as L
 from tests.support.bucket_tap import TappedBucket
 from tests.support.live_server import run_server
 from tests.support.s3_faults import S3Faults
@@ -68,6 +80,76 @@ def test_the_open_after_a_change_reads_nothing_again(
     opened(trainer_bucket, clock)
     warm, _ = opened(trainer_bucket, clock)
     assert warm.reads == []
+
+
+@pytest.fixture
+def examined(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The checkpoints whose files the walk examines (Trainer saves, Tinker checkpoints'
+    weights), in the order it does."""
+    paths: list[str] = []
+    trainer, tinker = hf_trainer.examine, scan._still_written
+
+    def examine_trainer(path: str, *args: Any) -> Any:
+        paths.append(path)
+        return trainer(path, *args)
+
+    def examine_tinker(path: str, *args: Any) -> Any:
+        paths.append(path)
+        return tinker(path, *args)
+
+    monkeypatch.setattr(hf_trainer, "examine", examine_trainer)
+    monkeypatch.setattr(scan, "_still_written", examine_tinker)
+    return paths
+
+
+@pytest.fixture
+def mixed_bucket(tmp_path: Path, s3: S3Server, s3_bucket: str) -> str:
+    """Two Trainer saves and two Tinker checkpoints under the prefix `p`; its location."""
+    L.hf_trainer_output(tmp_path / "out", steps=(100, 200))
+    for n in ("000010", "000020"):
+        L.peft_adapter(tmp_path / "runs" / "run-1" / "weights" / n)
+    s3.upload(s3_bucket, "p", tmp_path)
+    return f"s3://{s3_bucket}/p"
+
+
+def test_a_second_open_examines_only_the_checkpoint_whose_objects_changed(
+    mixed_bucket: str,
+    clock: FixedClock,
+    s3: S3Server,
+    s3_bucket: str,
+    examined: list[str],
+    tmp_path: Path,
+) -> None:
+    _, first = opened(mixed_bucket, clock)
+    assert len(first) == 4 and len(examined) == 4
+    examined.clear()
+    warm, second = opened(mixed_bucket, clock)
+    assert examined == [] and warm.reads == [] and second == first
+    state = json.loads(s3.client.get_object(Bucket=s3_bucket, Key=STATE)["Body"].read())
+    s3.put(s3_bucket, STATE, json.dumps({**state, "global_step": 201}).encode())
+    other = L.safetensors_file(tmp_path / "other.safetensors", {"b": ("F16", [8, 4])})
+    s3.put(s3_bucket, "p/runs/run-1/weights/000020/adapter_model.safetensors", other.read_bytes())
+    opened(mixed_bucket, clock)
+    assert sorted(path.rsplit("/", 2)[-1] for path in examined) == ["000020", "checkpoint-200"]
+
+
+def test_findings_in_the_cache_that_do_not_decode_are_examined_again(
+    mixed_bucket: str, clock: FixedClock, examined: list[str]
+) -> None:
+    cold, first = opened(mixed_bucket, clock)
+    cache = ReadCache(str(cold.cache_scope))
+    kept = msgspec.msgpack.decode(cache.path.read_bytes(), type=CacheFile)
+    assert len(kept.found) == 4
+    garbage = [CachedFinding(f.path, f.key, b"{not json") for f in kept.found[:2]]
+    wrong_type = [CachedFinding(f.path, f.key, b'["a", 1, 2]') for f in kept.found[2:]]
+    bad = CacheFile(CACHE_VERSION, cache.scope, kept.reads, garbage + wrong_type)
+    cache.path.write_bytes(msgspec.msgpack.encode(bad))
+    examined.clear()
+    again, found = opened(mixed_bucket, clock)
+    assert found == first and again.reads == [] and len(examined) == 4
+    examined.clear()
+    opened(mixed_bucket, clock)
+    assert examined == []  # and kept again as they were found
 
 
 def damaged(path: Path, scope: str) -> list[bytes]:

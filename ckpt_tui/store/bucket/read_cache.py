@@ -1,11 +1,15 @@
-"""The starts of a bucket's files read ahead (`tree.ListedTree.read_ahead`), kept on this
-machine so that the next open reads again only what changed.
+"""The starts of a bucket's files read ahead (`tree.ListedTree.read_ahead`), and what the
+walk found in them (`discover.known`), kept on this machine so that the next open reads again
+only what changed, and examines again only the checkpoints whose objects changed.
 
 Kept per bucket location (the endpoint and `s3://bucket/prefix`) in one file under the user's
-cache folder (`$XDG_CACHE_HOME/ckpt-tui/bucket-reads/`, else `~/.cache/…`); an entry is the
-object's key, its ETag and size, and the bytes read from its start. An entry is used only for
-an object listed now with the same ETag and size (a replaced object has a new ETag: it is read
-again). Nothing here writes to the bucket.
+cache folder (`$XDG_CACHE_HOME/ckpt-tui/bucket-reads/`, else `~/.cache/…`). A read is the
+object's key, its ETag and size, and the bytes read from its start; it is used only for an
+object listed now with the same ETag and size (a replaced object has a new ETag: it is read
+again). A finding is a checkpoint's path, its key (the kind of examination and the fingerprint
+of its objects' names, sizes, ETags and times, `settle.look_at`) and what was found; it is
+used only where the walk makes the same key now (`Known.recall`, which also reads the files
+again when a finding does not decode). Nothing here writes to the bucket.
 
 The file is hostile input like any other: opened without following links, regular files only,
 at most `MAX_CACHE_BYTES`, decoded into a typed struct, and every entry checked against the
@@ -25,10 +29,13 @@ from pathlib import Path
 import msgspec
 
 from ckpt_tui import regular_files
+from ckpt_tui.store.discover.known import Finding
 
-CACHE_VERSION = 1
-MAX_CACHE_BYTES = 160 * 1024 * 1024
-"""The largest cache file read (the read-ahead budget, 128 MiB, plus the keys)."""
+CACHE_VERSION = 2
+MAX_CACHE_BYTES = 256 * 1024 * 1024
+"""The largest cache file read or written: the read-ahead budget (128 MiB) and the keys, and
+the findings (a few hundred bytes a checkpoint). A file that would be bigger is saved without
+its findings."""
 
 
 class CachedRead(msgspec.Struct, array_like=True, frozen=True):
@@ -38,10 +45,17 @@ class CachedRead(msgspec.Struct, array_like=True, frozen=True):
     data: bytes
 
 
+class CachedFinding(msgspec.Struct, array_like=True, frozen=True):
+    path: str
+    key: str
+    finding: bytes
+
+
 class CacheFile(msgspec.Struct, frozen=True):
     version: int
     scope: str
     reads: list[CachedRead]
+    found: list[CachedFinding] = []
 
 
 Wanted = Mapping[str, tuple[str, int, int]]
@@ -62,11 +76,13 @@ class ReadCache:
         self.scope = scope
         name = hashlib.sha256(scope.encode()).hexdigest()[:32]
         self.path = (folder or cache_home()) / name
+        self._kept: CacheFile | None = None
+        self._read_once = False
 
     def load(self, wanted: Wanted) -> dict[str, bytes]:
         """key -> bytes for each of `wanted` whose entry matches its ETag, size and length;
         nothing when the file is missing, damaged or not ours."""
-        kept = self._read()
+        kept = self._file()
         if kept is None:
             return {}
         hits: dict[str, bytes] = {}
@@ -78,15 +94,25 @@ class ReadCache:
                 hits[read.key] = read.data
         return hits
 
-    def save(self, wanted: Wanted, data: Mapping[str, bytes]) -> None:
+    def findings(self) -> dict[str, Finding]:
+        """path -> (key, finding) as the last save kept them; nothing when the file is
+        missing, damaged or not ours."""
+        kept = self._file()
+        return {} if kept is None else {f.path: (f.key, f.finding) for f in kept.found}
+
+    def save(self, wanted: Wanted, data: Mapping[str, bytes], found: Mapping[str, Finding]) -> None:
         """Keep `data` (key -> bytes) for the objects of `wanted` that have an ETag (only
-        what was listed now: entries of objects gone are dropped). Failures are ignored."""
+        what was listed now: entries of objects gone are dropped), and the walk's findings
+        `found` (those it used now). Failures are ignored."""
         reads = [
             CachedRead(key, want[0], want[1], data[key])
             for key, want in wanted.items()
             if want[0] and key in data and len(data[key]) == want[2]
         ]
-        raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads))
+        findings = [CachedFinding(path, key, finding) for path, (key, finding) in found.items()]
+        raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads, findings))
+        if len(raw) > MAX_CACHE_BYTES:  # the reads save more requests than the findings
+            raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads))
         if len(raw) > MAX_CACHE_BYTES:
             return
         try:
@@ -101,6 +127,12 @@ class ReadCache:
                 raise
         except OSError:
             return  # a cache that cannot be saved costs requests next time, nothing else
+
+    def _file(self) -> CacheFile | None:
+        """The cache file as read at the first call (one read per look)."""
+        if not self._read_once:
+            self._kept, self._read_once = self._read(), True
+        return self._kept
 
     def _read(self) -> CacheFile | None:
         try:

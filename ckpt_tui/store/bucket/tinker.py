@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ckpt_tui.store.bucket.tree import join
+from ckpt_tui.store.discover.known import Known
 from ckpt_tui.store.files import DIR, list_dir, look_here
 from ckpt_tui.store.index import RunEntry
 from ckpt_tui.store.layout import RUNS_DIR, SEGMENTS
@@ -21,11 +22,16 @@ from ckpt_tui.store.times import ns_to_us
 
 
 def scan_tinker_runs(
-    root: str, rows_by_run: dict[str, list[Row]], changes: Mapping[str, int], settling: Settling
+    root: str,
+    rows_by_run: dict[str, list[Row]],
+    changes: Mapping[str, int],
+    settling: Settling,
+    known: Known,
 ) -> tuple[list[RunScan], list[Key]]:
     """(a scan of every run under `root/runs/`, the rows of checkpoints not there any more);
     the runs found are taken out of `rows_by_run`. Reads go to the walk's storage: a listing
-    that fails raises (the caller keeps everything it knew)."""
+    that fails raises (the caller keeps everything it knew). `known`: what was found before
+    in checkpoints' files still unchanged (not read again)."""
     runs_dir = join(root, RUNS_DIR)
     scans: list[RunScan] = []
     stale: list[Key] = []
@@ -33,14 +39,20 @@ def scan_tinker_runs(
         if kind != DIR or not _safe(run_id, check_run_id):
             continue
         rows = rows_by_run.pop(run_id, [])
-        scan = _scan_run(join(runs_dir, run_id), run_id, rows, changes.get(run_id, 0), settling)
+        change = changes.get(run_id, 0)
+        scan = _scan_run(join(runs_dir, run_id), run_id, rows, change, settling, known)
         scans.append(scan)
         stale.extend(scan.stale_keys)
     return scans, stale
 
 
 def _scan_run(
-    run_dir: str, run_id: str, rows: list[Row], last_change_us: int, settling: Settling
+    run_dir: str,
+    run_id: str,
+    rows: list[Row],
+    last_change_us: int,
+    settling: Settling,
+    known: Known,
 ) -> RunScan:
     folders = _checkpoint_folders(run_dir)
     seen = {checkpoint: look_here(path, single_file=False) for checkpoint, path in folders.items()}
@@ -52,11 +64,11 @@ def _scan_run(
         if path is None:
             result.stale_keys.append((run_id, row.checkpoint_id))
         else:
-            result.add(*tinker_checkpoint(row, path, settling, result.unread))
+            result.add(*tinker_checkpoint(row, path, settling, result.unread, known))
     for checkpoint_id, path in sorted(folders.items()):
         look = seen[checkpoint_id]
         row = Row(run_id, checkpoint_id, ns_to_us(look[0]) if look else 0)
-        result.add(*tinker_checkpoint(row, path, settling, result.unread))
+        result.add(*tinker_checkpoint(row, path, settling, result.unread, known))
     return result
 
 

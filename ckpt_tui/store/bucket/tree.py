@@ -1,9 +1,9 @@
 """A bucket prefix listed once: every object under it (its first levels' prefixes listed
 side by side, each flat in pages of 1,000: `ObjectStorage.list_all`), answering `list_level`
 and `stat` from memory; file reads go to the bucket, the starts the walk reads ahead kept in
-the local cache (`read_cache`). Listing 30,000 objects is some 50 requests, most at the same
-time, where a walk level by level is one per folder. The listing is all or nothing: a request
-that fails fails it (never a partial tree).
+the local cache (`read_cache`) with what the walk found in them. Listing 30,000 objects is
+some 50 requests, most at the same time, where a walk level by level is one per folder. The
+listing is all or nothing: a request that fails fails it (never a partial tree).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
 from ckpt_tui.store.bucket.place import META_FOLDER
 from ckpt_tui.store.bucket.read_cache import ReadCache
+from ckpt_tui.store.discover.known import Finding, Known
 from ckpt_tui.store.layout import RUN_JSON, RUNS_DIR
 
 READ_AHEAD = 64 * 1024
@@ -45,6 +46,9 @@ class ListedTree:
         self._levels: dict[str, dict[str, Entry]] = {}
         self._files: dict[str, Entry] = {}
         self._ahead: dict[tuple[str, int], bytes] = {}
+        self._wanted: dict[str, tuple[str, int, int]] = {}
+        self._fresh = False
+        """Whether the read-ahead read anything from the bucket (the cache lacked it)."""
         for key, entry in objects:
             self._add(key, entry)
         self._drop_folder_markers()
@@ -141,9 +145,22 @@ class ListedTree:
         missing = [(key, 0, want[2]) for key, want in wanted.items() if key not in kept]
         fresh = self._bucket.read_many(missing, READ_AHEAD_IN_FLIGHT) if missing else {}
         self._ahead = {**{(key, 0): data for key, data in kept.items()}, **fresh}
-        if self._cache is not None and fresh:
-            self._cache.save(wanted, {key: data for (key, _), data in self._ahead.items()})
+        self._wanted, self._fresh = wanted, bool(fresh)
         return READ_AHEAD_BUDGET - budget
+
+    def kept_findings(self) -> dict[str, Finding]:
+        """What the walk found before in this bucket's files, as the local cache kept it."""
+        return self._cache.findings() if self._cache is not None else {}
+
+    def keep(self, known: Known) -> None:
+        """Save in the local cache what this look read ahead and what its walk found
+        (`known.used`), when either is new (a read, a finding learned or one dropped)."""
+        if self._cache is None:
+            return
+        dropped = len(known.used) != len(known.before)  # used: of before, or learned
+        if self._fresh or known.learned or dropped:
+            data = {key: data for (key, _), data in self._ahead.items()}
+            self._cache.save(self._wanted, data, known.used)
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         return self._bucket.delete_batch(paths)

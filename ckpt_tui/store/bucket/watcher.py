@@ -2,8 +2,10 @@
 (`tinker.py`) and the walk (`store/discover`) over it, the whole store at each look.
 
 A bucket has no folder mtimes to tell a changed run by, so every look reads every run (the
-listing is a request per 1,000 objects; files already known by their ETags are not read again:
-their rows' fingerprints match, as on disk). Looks are at most every `recheck_interval`
+listing is a request per 1,000 objects). What was found in a checkpoint's files is not read
+or examined again while its objects' names, sizes, ETags and times are the same
+(`discover.known`: kept in memory between looks, and on this machine between processes,
+`read_cache`), as on disk. Looks are at most every `recheck_interval`
 seconds, or when asked (`Store.rescan`). Fail closed: when the listing fails the index stays
 as it was and the problem says so (a first look that fails leaves an empty, incomplete list);
 a file that cannot be read is a problem on its checkpoint, never an absence.
@@ -20,7 +22,7 @@ from ckpt_tui.store.bucket.identity import listed_id
 from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
 from ckpt_tui.store.bucket.tree import list_tree
-from ckpt_tui.store.discover import Reading, discover
+from ckpt_tui.store.discover import Known, Reading, discover
 from ckpt_tui.store.files import reading_from
 from ckpt_tui.store.guard import Guard
 from ckpt_tui.store.index import Index
@@ -106,9 +108,13 @@ class BucketWatcher(Watcher):
             rows_by_run[row.run_id].append(row)
         changes = meta.run_changes()
         settling = self._settling()
+        if not self._found:  # the first look (or none found yet): what the cache kept
+            self._found = tree.kept_findings()
+        known = Known(self._found)
         with reading_from(tree):
-            scans, stale = scan_tinker_runs(root, rows_by_run, changes, settling)
-            found = discover(Path(root), reserved={scan.run.run_id for scan in scans})
+            scans, stale = scan_tinker_runs(root, rows_by_run, changes, settling, known)
+            reserved = {scan.run.run_id for scan in scans}
+            found = discover(Path(root), reserved=reserved, known=known)
             for run in found.runs:
                 rows = rows_by_run.pop(run.run_id, [])
                 change = changes.get(run.run_id, 0)
@@ -117,6 +123,8 @@ class BucketWatcher(Watcher):
                 scans.append(scan)
                 stale.extend(scan.stale_keys)
         self._take(scans, stale, rows_by_run, found.reading, changes)
+        self._found = known.used
+        tree.keep(known)
 
     def _take(
         self,

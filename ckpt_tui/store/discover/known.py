@@ -65,9 +65,13 @@ class Known:
             return read()
         kept = self.before.get(path)
         if kept is not None and kept[0] == key:
-            self.used[path] = kept
-            recalled: T = msgspec.json.decode(kept[1], type=kind)
-            return recalled
+            try:
+                recalled: T = msgspec.json.decode(kept[1], type=kind)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # kept by another version, or damaged: the files are read again
+            else:
+                self.used[path] = kept
+                return recalled
         value = read()
         if keep(value):
             try:
