@@ -117,6 +117,17 @@ def lstat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
+def stored_stamp(path: str) -> str | None:
+    """On a bucket (`reading_from`): what the object at `path` is, `size:ETag:time`; None when
+    there is none, it has no ETag (then its contents cannot be told by the listing), or reads
+    go to the file system."""
+    storage = _walk_storage.get()
+    found = None if storage is None else storage.stat(path)
+    if found is None or found.is_dir or not found.tag:
+        return None
+    return f"{found.size}:{found.tag}:{found.mtime_ns}"
+
+
 def look_here(path: str, single_file: bool) -> tuple[int, FilesLook] | None:
     """(the mtime of a checkpoint's file or folder, one look at its files); None when gone.
     On a bucket the mtime is its newest object's."""

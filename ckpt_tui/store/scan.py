@@ -239,6 +239,8 @@ def tinker_checkpoint(
     known_whole = row.files_fp == look.fingerprint and row.files_seen_us is not None
     if known_whole:
         problem, file_unread = None, None
+        if known is not None:  # kept with the rest, for the next process
+            known.carry(path, _tinker_key(look))
     elif known is not None:
         problem, file_unread = _recall_still_written(path, look, known)
     else:
@@ -261,15 +263,18 @@ def _recall_still_written(
 ) -> tuple[str | None, str | None]:
     """`_still_written`, or what it answered before for files with the same fingerprint
     (kept only when every weight file could be read)."""
-    key = f"tinker:{look.fingerprint}" if look.fingerprint else None
     answer: tuple[str | None, str | None] = known.recall(
         path,
-        key,
+        _tinker_key(look),
         lambda: _still_written(path, look),
         tuple[str | None, str | None],
         lambda answer: answer[1] is None,
     )
     return answer
+
+
+def _tinker_key(look: FilesLook) -> str | None:
+    return f"tinker:{look.fingerprint}" if look.fingerprint else None
 
 
 def _still_written(path: str, look: FilesLook) -> tuple[str | None, str | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -133,23 +134,94 @@ def test_a_second_open_examines_only_the_checkpoint_whose_objects_changed(
     assert sorted(path.rsplit("/", 2)[-1] for path in examined) == ["000020", "checkpoint-200"]
 
 
-def test_findings_in_the_cache_that_do_not_decode_are_examined_again(
-    mixed_bucket: str, clock: FixedClock, examined: list[str]
+def rewrite_findings(
+    bucket: TappedBucket, change: Callable[[list[CachedFinding]], list[CachedFinding]]
+) -> None:
+    """Replace the findings in `bucket`'s cache file by `change(the findings)`."""
+    cache = ReadCache(str(bucket.cache_scope))
+    kept = msgspec.msgpack.decode(cache.path.read_bytes(), type=CacheFile)
+    found = change(kept.found)
+    raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, cache.scope, kept.reads, found))
+    cache.path.write_bytes(raw)
+
+
+def undecodable(found: list[CachedFinding]) -> list[CachedFinding]:
+    garbage = [CachedFinding(f.path, f.key, b"{not json") for f in found[:2]]
+    return garbage + [CachedFinding(f.path, f.key, b'["a", 1, 2]') for f in found[2:]]
+
+
+def swapped(found: list[CachedFinding]) -> list[CachedFinding]:
+    """checkpoint-100's and -200's findings swapped, each under the other's key."""
+    a, b = [f for f in found if f.key.startswith("hf_trainer:")]
+    rest = [f for f in found if f not in (a, b)]
+    return [CachedFinding(a.path, a.key, b.finding), CachedFinding(b.path, b.key, a.finding), *rest]
+
+
+@pytest.mark.parametrize(("change", "examined_again"), [(undecodable, 4), (swapped, 2)])
+def test_kept_findings_that_do_not_decode_or_name_another_checkpoint_are_examined_again(
+    mixed_bucket: str,
+    clock: FixedClock,
+    examined: list[str],
+    change: Callable[[list[CachedFinding]], list[CachedFinding]],
+    examined_again: int,
 ) -> None:
     cold, first = opened(mixed_bucket, clock)
-    cache = ReadCache(str(cold.cache_scope))
-    kept = msgspec.msgpack.decode(cache.path.read_bytes(), type=CacheFile)
-    assert len(kept.found) == 4
-    garbage = [CachedFinding(f.path, f.key, b"{not json") for f in kept.found[:2]]
-    wrong_type = [CachedFinding(f.path, f.key, b'["a", 1, 2]') for f in kept.found[2:]]
-    bad = CacheFile(CACHE_VERSION, cache.scope, kept.reads, garbage + wrong_type)
-    cache.path.write_bytes(msgspec.msgpack.encode(bad))
+    rewrite_findings(cold, change)
     examined.clear()
     again, found = opened(mixed_bucket, clock)
-    assert found == first and again.reads == [] and len(examined) == 4
+    assert found == first and again.reads == [] and len(examined) == examined_again
     examined.clear()
     opened(mixed_bucket, clock)
     assert examined == []  # and kept again as they were found
+
+
+def test_a_later_look_in_the_same_process_keeps_every_finding(
+    mixed_bucket: str, clock: FixedClock, s3: S3Server, s3_bucket: str, examined: list[str]
+) -> None:
+    bucket = TappedBucket.at(mixed_bucket)
+    with BucketStore.open_bucket(bucket, clock, settle_seconds=0) as store:
+        store.list_checkpoints(0, 1000)
+        s3.put(s3_bucket, STATE, b'{"global_step": 200, "log_history": []}')
+        examined.clear()
+        store.rescan()  # a look that walks: an object changed
+        assert [path.rsplit("/", 1)[-1] for path in examined] == ["checkpoint-200"]
+    examined.clear()
+    warm, _ = opened(mixed_bucket, clock)
+    assert examined == [] and warm.reads == []  # the Tinker ones too, though not recalled
+
+
+def test_a_warm_open_reads_no_loose_file_and_no_deepspeed_tag_again(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str
+) -> None:
+    L.full_torch_checkpoint(tmp_path / "exp" / "model.pt")
+    L.deepspeed_run(tmp_path / "ds", steps=(100, 200), latest=100)
+    s3.upload(s3_bucket, "p", tmp_path)
+    url = f"s3://{s3_bucket}/p"
+    cold, first = opened(url, clock)
+    read = {key for key, _, _ in cold.reads}
+    assert {"p/exp/model.pt", "p/ds/latest"} <= read
+    warm, second = opened(url, clock)
+    assert warm.reads == [] and second == first
+    s3.put(s3_bucket, "p/ds/latest", b"global_step200")
+    again, third = opened(url, clock)
+    reread = {key for key, _, _ in again.reads}  # the tag, and the saves it judges
+    assert "p/ds/latest" in reread and "p/exp/model.pt" not in reread
+    assert third != first  # global_step200 is no longer newer than the tag
+
+
+def test_a_truncated_tinker_checkpoint_stays_incomplete_when_recalled(
+    tmp_path: Path, clock: FixedClock, s3: S3Server, s3_bucket: str, examined: list[str]
+) -> None:
+    folder = L.peft_adapter(tmp_path / "runs" / "run-1" / "weights" / "000010")
+    weights = folder / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8])
+    s3.upload(s3_bucket, "p", tmp_path)
+    url = f"s3://{s3_bucket}/p"
+    _, first = opened(url, clock)
+    assert "truncated" in first["tinker://run-1/weights/000010"]["incomplete_reason"]
+    examined.clear()
+    _, second = opened(url, clock)
+    assert examined == [] and second == first
 
 
 def damaged(path: Path, scope: str) -> list[bytes]:

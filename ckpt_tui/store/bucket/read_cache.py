@@ -32,6 +32,7 @@ from ckpt_tui import regular_files
 from ckpt_tui.store.discover.known import Finding
 
 CACHE_VERSION = 2
+"""Raised whenever what is kept, or what a finding means, changes: an older file is ignored."""
 MAX_CACHE_BYTES = 256 * 1024 * 1024
 """The largest cache file read or written: the read-ahead budget (128 MiB) and the keys, and
 the findings (a few hundred bytes a checkpoint). A file that would be bigger is saved without

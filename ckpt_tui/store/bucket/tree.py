@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
@@ -152,15 +152,24 @@ class ListedTree:
         """What the walk found before in this bucket's files, as the local cache kept it."""
         return self._cache.findings() if self._cache is not None else {}
 
-    def keep(self, known: Known) -> None:
+    def keep(self, known: Known | None) -> None:
         """Save in the local cache what this look read ahead and what its walk found
-        (`known.used`), when either is new (a read, a finding learned or one dropped)."""
+        (`known.used`), when either is new (a read, a finding learned or one dropped).
+        None: no walk to go by (it was stopped or failed): the reads, with the findings
+        the cache kept. Findings are kept only while every object has an ETag: without
+        one, a file rewritten at the same size within the same second looks unchanged."""
         if self._cache is None:
             return
-        dropped = len(known.used) != len(known.before)  # used: of before, or learned
-        if self._fresh or known.learned or dropped:
+        if known is None:
+            found: Mapping[str, Finding] = self._cache.findings()
+            new = self._fresh
+        else:
+            dropped = len(known.used) != len(known.before)  # used: of before, or learned
+            found, new = known.used, bool(self._fresh or known.learned or dropped)
+        if new:
             data = {key: data for (key, _), data in self._ahead.items()}
-            self._cache.save(self._wanted, data, known.used)
+            tagged = all(entry.tag for entry in self._files.values())
+            self._cache.save(self._wanted, data, found if tagged else {})
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         return self._bucket.delete_batch(paths)

@@ -21,7 +21,7 @@ from ckpt_tui.store.blobs.objects import STOPPED, ObjectStorage, reason
 from ckpt_tui.store.bucket.identity import listed_id
 from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
-from ckpt_tui.store.bucket.tree import list_tree
+from ckpt_tui.store.bucket.tree import ListedTree, list_tree
 from ckpt_tui.store.discover import Known, Reading, discover
 from ckpt_tui.store.files import reading_from
 from ckpt_tui.store.guard import Guard
@@ -83,7 +83,6 @@ class BucketWatcher(Watcher):
 
     def scan_all(self) -> None:
         """Read the whole prefix and bring the ledger in line (under the store's lock)."""
-        root = self.storage.root
         try:
             tree = list_tree(self.storage)
         except OSError as exc:
@@ -97,11 +96,23 @@ class BucketWatcher(Watcher):
             self._walk = Reading()  # listed whole: the store is as it was
             self._last_check = time.monotonic()
             return
-        self._seen = fingerprint
         tree.read_ahead()  # without the walk's order: many requests at once
         if self.storage.stopped:  # closed meanwhile: the walk would read the metadata
+            tree.keep(None)  # what was read ahead, for the next open
             self._unread_whole(f"cannot be read: {STOPPED}")
             return
+        try:
+            self._walk_tree(tree)
+        except BaseException:
+            tree.keep(None)
+            raise
+        self._seen = fingerprint  # read whole: an unchanged listing needs no walk
+
+    def _walk_tree(self, tree: ListedTree) -> None:
+        """The Tinker layout and the walk over `tree`, into the ledger; what the walk found
+        in files is kept (`_found`, and the local cache unless the store was closed
+        meanwhile: reads it could not make then are not findings to forget)."""
+        root = self.storage.root
         meta = self._ledger.meta
         rows_by_run: dict[str, list[Row]] = defaultdict(list)
         for row in meta.rows():
@@ -124,7 +135,7 @@ class BucketWatcher(Watcher):
                 stale.extend(scan.stale_keys)
         self._take(scans, stale, rows_by_run, found.reading, changes)
         self._found = known.used
-        tree.keep(known)
+        tree.keep(None if self.storage.stopped else known)
 
     def _take(
         self,

@@ -12,6 +12,7 @@ findings in its metadata (`MetaDB.found`), loaded at open and written as they ar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ckpt_tui.store.discover.model import FoundCheckpoint
-from ckpt_tui.store.files import lstat_or_none
+from ckpt_tui.store.files import lstat_or_none, on_storage, stored_stamp
 
 Finding = tuple[str, bytes]
 """(the key it was found under, what was found as JSON: a checkpoint, null for none, a
@@ -44,7 +45,22 @@ class Known:
     ) -> FoundCheckpoint | None:
         """The checkpoint at `path` as found under `key` before, else `examine()` (which
         reads files; None: not a checkpoint), kept unless it could not read a file."""
-        return self.recall(path, key, examine, FoundCheckpoint | None, _read_whole)
+        name = os.path.basename(path)
+        return self.recall(
+            path,
+            key,
+            examine,
+            FoundCheckpoint | None,
+            _read_whole,
+            fits=lambda found: found is None or found.name == name,
+        )
+
+    def carry(self, path: str, key: str | None) -> None:
+        """Keep what was found at `path` under `key` before, unused this time (the caller
+        knew the answer another way), as a whole walk keeps what it used."""
+        kept = self.before.get(path)
+        if key is not None and kept is not None and kept[0] == key:
+            self.used[path] = kept
 
     def tag(self, path: str, key: str | None, read: Callable[[], str | None]) -> str | None:
         """DeepSpeed's `latest` tag, as `recall` (an OSError from `read` is raised)."""
@@ -57,10 +73,13 @@ class Known:
         read: Callable[[], T],
         kind: Any,
         keep: Callable[[T], bool] = lambda _: True,
+        fits: Callable[[T], bool] = lambda _: True,
     ) -> T:
-        """What was read at `path` under `key` before (`kind`: its type, to decode it),
-        else `read()` and remember what it gave when `keep` says it is whole. No key (the
-        files could not be looked at): always read, never kept."""
+        """What was read at `path` under `key` before (`kind`: its type, to decode it; `fits`:
+        whether it can be this path's), else `read()` and remember what it gave when `keep`
+        says it is whole. No key (the files could not be looked at): always read, never
+        kept. A finding that does not decode or fit (kept by another version, damaged) is
+        read again."""
         if key is None or not _utf8(path):  # a name that is not UTF-8 is read every time
             return read()
         kept = self.before.get(path)
@@ -68,10 +87,11 @@ class Known:
             try:
                 recalled: T = msgspec.json.decode(kept[1], type=kind)
             except (msgspec.DecodeError, msgspec.ValidationError):
-                pass  # kept by another version, or damaged: the files are read again
+                pass
             else:
-                self.used[path] = kept
-                return recalled
+                if fits(recalled):
+                    self.used[path] = kept
+                    return recalled
         value = read()
         if keep(value):
             try:
@@ -95,8 +115,11 @@ def _read_whole(found: FoundCheckpoint | None) -> bool:
 
 
 def stat_key(kind: str, path: str) -> str | None:
-    """A key for one file's contents: its size, mtime, ctime and inode (None if it cannot be
-    looked at)."""
+    """A key for one file's contents: its size, mtime, ctime and inode (on a bucket: its
+    size, ETag and time); None if it cannot be looked at."""
+    if on_storage():
+        stamp = stored_stamp(path)
+        return None if stamp is None else f"{kind}:{stamp}"
     st = lstat_or_none(path)
     if st is None:
         return None
