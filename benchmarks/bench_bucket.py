@@ -13,7 +13,10 @@ every request `--latency` seconds (bench_ls.LatencyProxy), `--reps` times each, 
   warm (the cache folder the cold run of the same turn filled: only the listing is sent);
 - `rclone lsjson -R --no-mimetype --use-server-modtime bench:bench/team` (Debian's rclone,
   its S3 remote configured by environment variables);
-- the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`.
+- the same with `--fast-list` (rclone's one flat listing), unless `--no-fast-list`;
+- with `--against PATH`, that ckpt-tui too (an older checkout's), cold and warm on a cache
+  folder of its own, in the same turns: a comparison that the machine's speed from one
+  hour to the next does not skew.
 Prints each one's median wall time, the ratios, and whether each listed every object or
 checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
 
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
 BUCKET, PREFIX = "bench", "team"
 COLD = "ckpt-tui ls --json, cold cache"
 WARM = "ckpt-tui ls --json, warm cache"
+AGAINST_COLD = "--against ls --json, cold cache"
+AGAINST_WARM = "--against ls --json, warm cache"
 PER_RUN = 100
 
 
@@ -256,6 +261,9 @@ def main() -> None:
         "turns time the warm run on the first turn's cache",
     )
     parser.add_argument("--ckpt-tui", default=default_ckpt_tui(), help="the ckpt-tui to time")
+    parser.add_argument(
+        "--against", help="another ckpt-tui (e.g. an older checkout's) timed in the same turns"
+    )
     parser.add_argument("--rclone", default=shutil.which("rclone") or "rclone")
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
     parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
@@ -294,6 +302,10 @@ def main() -> None:
                 WARM: (ls, ckpt_tui_count, args.checkpoints),
                 "rclone lsjson -R": ([*rclone, f"bench:{BUCKET}/{PREFIX}"], rclone_count, objects),
             }  # fmt: skip
+            if args.against:
+                against = [args.against, *ls[1:]]
+                commands[AGAINST_COLD] = (against, ckpt_tui_count, args.checkpoints)
+                commands[AGAINST_WARM] = (against, ckpt_tui_count, args.checkpoints)
             if not args.no_fast_list:
                 fast = [*rclone, "--fast-list", f"bench:{BUCKET}/{PREFIX}"]
                 commands["rclone lsjson -R --fast-list"] = (fast, rclone_count, objects)
@@ -303,9 +315,10 @@ def main() -> None:
                 cold_reps = args.reps if args.cold_reps is None else args.cold_reps
                 cache = os.path.join(caches.name, str(min(rep, cold_reps - 1)))
                 for name, (command, count, expected) in commands.items():  # COLD fills it
-                    if name == COLD and rep >= cold_reps:
+                    if name in (COLD, AGAINST_COLD) and rep >= cold_reps:
                         continue
-                    seconds, out = timed(command, {**env, "XDG_CACHE_HOME": cache})
+                    own = cache + ("-against" if name in (AGAINST_COLD, AGAINST_WARM) else "")
+                    seconds, out = timed(command, {**env, "XDG_CACHE_HOME": own})
                     whole = count(out) == expected
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
@@ -333,7 +346,9 @@ def main() -> None:
     for name, median in medians.items():
         print(f"  {name:32} {median:7.2f} s")
     fastest = min(median for name, median in medians.items() if name.startswith("rclone"))
-    for name in (COLD, WARM):
+    for name in (COLD, WARM, AGAINST_COLD, AGAINST_WARM):
+        if name not in medians:
+            continue
         print(f"  rclone's fastest / {name}: {fastest / medians[name]:.2f}x "
               f"({'faster' if medians[name] < fastest else 'slower'} than rclone)")  # fmt: skip
 

@@ -36,7 +36,12 @@ Through 50 ms of latency a backend that deletes 1,000-2,000 a second needs 50-10
 (Little's law): at a ceiling of 64 the pace sat at the ceiling, and `prune --yes` deleted
 10,000 at 754 and 804/s against 1,046 and 905/s at 128, 1,000 at 432 and 474/s against 582
 and 635/s (`benchmarks/bench_delete.py --large`, turn about, load 5-6)."""
-START = 8
+START = 32
+"""The first limit: what the official CLI sends to every backend from its first request (32
+threads). Against 8, `prune --yes` of 1,000 through 50 ms of latency (benchmarks/bench_delete.py,
+12 runs of each turn about) deleted at 809/s against 755/s in its deleting part (medians), and
+reached 75% of `serve` alone's rate in 7 runs of 12 against 2: from 8, two rounds of doubling
+went before the pace had as many out as 32 (each round waits for as many answers as its limit)."""
 SLOWER = 2.0
 SLACK = 0.05
 """Seconds a round's median may exceed twice the fastest answer and still count as holding:

@@ -110,7 +110,7 @@ async def test_a_backend_that_slows_down_midway_gets_fewer_at_once(
     # the test saw the pace at its ceiling
     many = [f"tinker://{run}/{cid}" for run, cid in seed_store(store, runs=6, per_run=100)]
     clock = VirtualClock()
-    pace = Pace(32, clock=clock)
+    pace = Pace(32, clock=clock, limit=8)  # below the ceiling, to grow
     async with paced_client(faulty, pace, RecordedSleeps()) as client:
         run = asyncio.create_task(delete_all(client, many))
         await until(lambda: pace.limit == 32)  # latency held: up to the ceiling ...

@@ -18,7 +18,8 @@ from tests.support.seed import seed_store
 from tests.support.tui import checkpoints, make_app, screen_line, screen_text, settle
 from tests.support.waiting import until
 
-COUNT = 40
+COUNT = 100
+"""More than the pace sends at first (`pacing.START`), so some are not tried when stopped."""
 FIRST = 8
 """Deletes the server answers at once; the others wait until the test lets them through."""
 

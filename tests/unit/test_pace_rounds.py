@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from ckpt_tui.client.pacing import START, Pace
+from ckpt_tui.client.pacing import Pace
+
+FIRST = 8
+"""The limit these rounds start from (lower than the default start, to watch it grow)."""
 
 
 class Ticks:
@@ -28,12 +31,12 @@ async def one_round(pace: Pace, clock: Ticks, seconds: float) -> None:
 def batching(in_flight: int) -> float:
     """A server whose answers take longer the more come at once, but that gets more done per
     second with more: 80 ms at 8 in flight, 8 ms more per request beyond."""
-    return 0.08 + 0.008 * (in_flight - START)
+    return 0.08 + 0.008 * (in_flight - FIRST)
 
 
 async def test_slower_answers_that_get_more_done_keep_the_limit() -> None:
     clock = Ticks()
-    pace = Pace(32, clock=clock)
+    pace = Pace(32, clock=clock, limit=FIRST)
     for _ in range(20):
         await one_round(pace, clock, batching(pace.limit))
     assert [why for _, why in pace.history] == ["latency holds", "latency holds"]
@@ -42,7 +45,7 @@ async def test_slower_answers_that_get_more_done_keep_the_limit() -> None:
 
 async def test_slower_answers_that_get_less_done_lose_a_quarter() -> None:
     clock = Ticks()
-    pace = Pace(32, clock=clock)
+    pace = Pace(32, clock=clock, limit=FIRST)
     for _ in range(3):  # 8, 16, then 32 in flight at 80 ms: latency holds
         await one_round(pace, clock, 0.08)
     await one_round(pace, clock, 0.8)  # then ten times slower: a tenth the rate
@@ -53,7 +56,7 @@ async def test_after_a_slow_round_the_limit_grows_by_a_quarter_a_round() -> None
     """A noisy first round (a cold start) ended the doubling; one more slot a round then
     took 26 rounds from 6 to 32, longer than the rest of a 1,000-delete prune."""
     clock = Ticks()
-    pace = Pace(128, clock=clock)
+    pace = Pace(128, clock=clock, limit=FIRST)
     await one_round(pace, clock, 0.08)  # the fastest answer: 80 ms
     await one_round(pace, clock, 0.8)  # one slow round, the rate down to a tenth
     assert pace.history[-1] == (12, "slower")
