@@ -20,6 +20,7 @@ or read-only disk) is ignored too: the cache only saves requests, it is never th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -77,13 +78,11 @@ class ReadCache:
         self.scope = scope
         name = hashlib.sha256(scope.encode()).hexdigest()[:32]
         self.path = (folder or cache_home()) / name
-        self._kept: CacheFile | None = None
-        self._read_once = False
 
     def load(self, wanted: Wanted) -> dict[str, bytes]:
         """key -> bytes for each of `wanted` whose entry matches its ETag, size and length;
         nothing when the file is missing, damaged or not ours."""
-        kept = self._file()
+        kept = self._file
         if kept is None:
             return {}
         hits: dict[str, bytes] = {}
@@ -98,7 +97,7 @@ class ReadCache:
     def findings(self) -> dict[str, Finding]:
         """path -> (key, finding) as the last save kept them; nothing when the file is
         missing, damaged or not ours."""
-        kept = self._file()
+        kept = self._file
         return {} if kept is None else {f.path: (f.key, f.finding) for f in kept.found}
 
     def save(self, wanted: Wanted, data: Mapping[str, bytes], found: Mapping[str, Finding]) -> None:
@@ -129,11 +128,10 @@ class ReadCache:
         except OSError:
             return  # a cache that cannot be saved costs requests next time, nothing else
 
+    @functools.cached_property
     def _file(self) -> CacheFile | None:
-        """The cache file as read at the first call (one read per look)."""
-        if not self._read_once:
-            self._kept, self._read_once = self._read(), True
-        return self._kept
+        """The cache file as read at the first use (one read per look)."""
+        return self._read()
 
     def _read(self) -> CacheFile | None:
         try:

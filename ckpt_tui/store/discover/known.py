@@ -58,9 +58,14 @@ class Known:
     def carry(self, path: str, key: str | None) -> None:
         """Keep what was found at `path` under `key` before, unused this time (the caller
         knew the answer another way), as a whole walk keeps what it used."""
-        kept = self.before.get(path)
-        if key is not None and kept is not None and kept[0] == key:
+        kept = self._kept(path, key)
+        if kept is not None:
             self.used[path] = kept
+
+    def _kept(self, path: str, key: str | None) -> Finding | None:
+        """What was found at `path` before, if it was found under `key`."""
+        kept = self.before.get(path)
+        return kept if key is not None and kept is not None and kept[0] == key else None
 
     def tag(self, path: str, key: str | None, read: Callable[[], str | None]) -> str | None:
         """DeepSpeed's `latest` tag, as `recall` (an OSError from `read` is raised)."""
@@ -82,8 +87,8 @@ class Known:
         read again."""
         if key is None or not _utf8(path):  # a name that is not UTF-8 is read every time
             return read()
-        kept = self.before.get(path)
-        if kept is not None and kept[0] == key:
+        kept = self._kept(path, key)
+        if kept is not None:
             try:
                 recalled: T = msgspec.json.decode(kept[1], type=kind)
             except (msgspec.DecodeError, msgspec.ValidationError):
