@@ -224,15 +224,17 @@ def compare(
     if not args.serve_only:
         through_proxy(copies, args, env, results)
     reps = [serve_alone(template, copies["serve"], rep, args) for rep in range(args.reps)]
-    for seconds, cpu in reps:
+    for seconds, cpu, purged in reps:
         print(f"serve alone: {total / seconds:,.0f} deletes/s, {cpu / total * 1000:.3f} ms of CPU "
-              "per delete")  # fmt: skip
-    seconds = statistics.median(seconds for seconds, _ in reps)
-    cpu = statistics.median(cpu for _, cpu in reps)
+              f"per delete, files purged {purged:.2f} s after the last answer")  # fmt: skip
+    seconds = statistics.median(seconds for seconds, _, _ in reps)
+    cpu = statistics.median(cpu for _, cpu, _ in reps)
+    purged = statistics.median(purged for _, _, purged in reps)
     results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
     per_delete = cpu / total * 1000
     print(f"\nserve's CPU (all threads) while alone, median of {len(reps)}: {cpu:.2f} s, "
-          f"{per_delete:.3f} ms per delete (with the purges after the last answer)")  # fmt: skip
+          f"{per_delete:.3f} ms per delete (with the purges after the last answer); files "
+          f"purged {purged:.2f} s after the last answer")  # fmt: skip
     for name, seconds in results.items():
         print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
     for name in ("prune", "tinker", "serve"):
@@ -246,11 +248,11 @@ def compare(
 
 def serve_alone(
     template: Path, first_copy: Path, rep: int, args: argparse.Namespace
-) -> tuple[float, float]:
-    """One round of `serve` alone on a fresh copy: the seconds until the last answer, and
-    `serve`'s CPU seconds until its files are purged too (`wait_for_purges`): a delete
-    answers before its files are removed, and stopping the count at the last answer would
-    leave out the purges still running."""
+) -> tuple[float, float, float]:
+    """One round of `serve` alone on a fresh copy: the seconds until the last answer,
+    `serve`'s CPU seconds until its files are purged too (`wait_for_purges`), and the seconds
+    from the last answer until then: a delete answers before its files are removed, and
+    stopping the count at the last answer would leave out the purges still running."""
     copy = first_copy if rep == 0 else first_copy.with_name(f"{first_copy.name}-{rep}")
     if rep:
         shutil.copytree(template, copy)
@@ -259,11 +261,13 @@ def serve_alone(
     with served(copy, args.ckpt_tui) as port:
         cpu_before = children_cpu_seconds()
         seconds = asyncio.run(delete_directly(port, paths, args.in_flight))
+        answered = time.perf_counter()
         wait_for_purges(copy)
+        purged = time.perf_counter() - answered
         cpu = children_cpu_seconds() - cpu_before
     if left_in(copy):
         raise SystemExit(f"serve left {left_in(copy)} checkpoints in {copy}")
-    return seconds, cpu
+    return seconds, cpu, purged
 
 
 def wait_for_purges(store_dir: Path, timeout: float = 120.0) -> None:

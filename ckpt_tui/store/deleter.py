@@ -24,8 +24,15 @@ from ckpt_tui.store.watcher import Watcher
 
 logger = logging.getLogger("ckpt_tui.store")
 
-PURGERS = 8
-"""Threads removing the files of a batch of deletes side by side (`Deleter.purge_all`)."""
+PURGERS = 2
+"""Threads removing the files of committed deletes side by side (`Deleter.purge_later`).
+
+Two, not eight: each purger takes the interpreter lock between its system calls, and eight
+took it from the deletes still being answered. `python benchmarks/bench_delete.py
+--serve-only --reps 3`, 1,000 deletes at 32 in flight, turn about (2026-12-03): 8 purgers
+771-1,054 deletes/s (median of 7 runs 971) and 1.14-1.49 ms of CPU a delete, 4 purgers 987,
+2 purgers 1,075-1,354 (median 1,192) and 0.90-1.11 ms; 1 purger fell behind at 10,000
+(files purged 0.25-1.12 s after the last answer, 2 purgers 0.02-0.39 s)."""
 
 
 class Deleter:
@@ -137,7 +144,7 @@ class Deleter:
             raise
 
     def purge_later(self, deleted: Sequence[tuple[CheckpointEntry, Path]]) -> None:
-        """`purge` each committed delete in the background, several at a time (each `rmdir`
+        """`purge` each committed delete in the background, `PURGERS` at a time (each `rmdir`
         waits for the file system's journal, ~2 ms here, and such waits overlap). `close`
         waits for them; a crash before leaves the slots to `recover` at the next open.
         One task per thread, not per delete: handing each over cost a tenth of a delete's CPU."""
