@@ -14,8 +14,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import jwt
-
 ALGORITHM = "HS256"
 MAX_TOKEN_CHARS = 4096
 """Our tokens are ~200 characters; anything far longer is not one of ours."""
@@ -33,6 +31,10 @@ class JwtIssuer:
     def __post_init__(self) -> None:
         if self.lifetime < 1:
             raise ValueError(f"a JWT lifetime must be at least 1 second, got {self.lifetime}")
+        # PyJWT is imported here, not with the module: with cryptography it took 70-75 ms of
+        # importing the server (`python -X importtime`), which every `--local` store (the
+        # app's, `ls`'s, `prune`'s) paid, though only `serve --jwt` signs tokens.
+        import jwt  # noqa: F401  (here, not at the first request)
 
     def mint(self) -> str:
         """A new token valid for `lifetime` seconds from now (`iat`, `exp`, a unique `jti`)."""
@@ -42,6 +44,8 @@ class JwtIssuer:
             "exp": issued_at + self.lifetime,
             "jti": secrets.token_hex(8),
         }
+        import jwt
+
         with self._lock:
             self.issued += 1
             return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
@@ -50,6 +54,8 @@ class JwtIssuer:
         """Why `token` is refused (expired, forged, not a JWT), or None when it is good."""
         if len(token) > MAX_TOKEN_CHARS:
             return "invalid JWT: too long to be one of this server's tokens"
+        import jwt
+
         try:
             jwt.decode(
                 token,

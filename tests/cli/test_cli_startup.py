@@ -100,3 +100,19 @@ def test_the_demo_starts_the_app_before_its_stores_are_opened(tmp_path: Path) ->
 def test_the_app_starts_on_a_server_before_aiohttp_is_imported(refused_url: str) -> None:
     """The network's library (about 95 ms of CPU to import) waits for the first request."""
     assert modules_at_app_start("--url", refused_url, heavy=("aiohttp", "yarl")) == "[]"
+
+
+def test_opening_a_local_store_imports_no_jwt_library() -> None:
+    """Every `--local` store imports the server; PyJWT and cryptography (70-75 ms) are
+    imported only when `serve --jwt` makes its token issuer."""
+    code = (
+        "import sys\nfrom ckpt_tui.server import create_app\n"
+        "from ckpt_tui.store.bucket.opening import open_bucket_store\n"
+        "before = sorted(m for m in sys.modules if m.startswith(('jwt', 'cryptography')))\n"
+        "from ckpt_tui.server.tokens import JwtIssuer\nJwtIssuer(60)\n"
+        "print(before, 'jwt' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[] True", result.stdout
