@@ -21,9 +21,11 @@ Prints each one's median wall time, the ratios, and whether each listed every ob
 checkpoint. Needs the test extra (moto) and rclone (`apt install rclone`).
 
 With `--tui`, then (before any prune): the app, `ckpt-tui --local s3://bench/team`, in a tmux
-window of 120x36, cold then warm (the same cache as above): seconds from start to the first
-frame (the app's first screen with text, bench_start.screen_times) and to the complete view
-(the header says "<N> checkpoints").
+window of 120x36, cold then warm (a cache of its own; `--tui-reps N` warm turns): seconds from
+start to the first frame (the app's first screen with text, bench_start.screen_times) and to
+the complete view (the header says "<N> checkpoints"), with the CPU time used by then; each
+warm turn then times a warm `ls --json` on the same cache and prints how much later the app's
+complete view came (the target: no later), and the median of that difference.
 
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
@@ -185,6 +187,30 @@ def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> Scre
     return screen_times(command, with_bytecode_caches(env), lambda screen: shown in screen)
 
 
+def time_the_app(args: argparse.Namespace, env: dict[str, str], ls: list[str], cache: str) -> None:
+    """The app's first frame and complete view, cold then warm (`--tui-reps` warm turns), each
+    warm one beside a warm `ls --json` on the same cache, so that the two compare."""
+    app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+    env = {**env, "XDG_CACHE_HOME": cache}
+    after_ls: list[float] = []
+    with tmux_server():
+        for label in ["cold"] + ["warm"] * args.tui_reps:
+            seen = tui_times(app, env, args.checkpoints)
+            print(f"  the app, {label} cache: first frame {seen.first:.2f} s "
+                  f"({seen.first_cpu:.2f} s CPU), complete view {seen.complete:.2f} s "
+                  f"({seen.complete_cpu:.2f} s CPU)", end="", flush=True)  # fmt: skip
+            if label == "cold":
+                print()
+                continue
+            seconds, _ = timed(ls, env)
+            after_ls.append(seen.complete - seconds)
+            print(f"; ls --json right after: {seconds:.2f} s "
+                  f"(the app {seen.complete - seconds:+.2f} s)", flush=True)  # fmt: skip
+    if after_ls:
+        print(f"  the app's complete view minus ls's time, median of {len(after_ls)}: "
+              f"{statistics.median(after_ls):+.2f} s")  # fmt: skip
+
+
 def object_count(environment: dict[str, str], upstream: str) -> int:
     """Objects under the bench prefix, listed straight from moto (no proxy)."""
     import boto3
@@ -268,6 +294,7 @@ def main() -> None:
     parser.add_argument("--no-fast-list", action="store_true", help="leave out --fast-list")
     parser.add_argument("--prune", action="store_true", help="then time prune (it deletes)")
     parser.add_argument("--tui", action="store_true", help="then time the app's frames")
+    parser.add_argument("--tui-reps", type=int, default=1, help="warm turns of the app and ls")
     parser.add_argument("--only-prune", action="store_true", help="time prune only")
     args = parser.parse_args()
     ready: multiprocessing.Queue[tuple[str, dict[str, str], int]] = multiprocessing.Queue()
@@ -323,16 +350,7 @@ def main() -> None:
                     times[name].append(seconds)
                     print(f"  run {rep + 1}: {name}: {seconds:.2f} s, whole: {whole}", flush=True)
             if args.tui:
-                app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
-                tui_cache = os.path.join(caches.name, "tui")
-                with tmux_server():
-                    for label in ("cold", "warm"):
-                        seen = tui_times(
-                            app, {**env, "XDG_CACHE_HOME": tui_cache}, args.checkpoints
-                        )
-                        print(f"  the app, {label} cache: first frame {seen.first:.2f} s "
-                              f"({seen.first_cpu:.2f} s CPU), complete view "
-                              f"{seen.complete:.2f} s", flush=True)  # fmt: skip
+                time_the_app(args, env, ls, os.path.join(caches.name, "tui"))
             if args.prune or args.only_prune:
                 bench_prune(args, proxy, env, upstream, written_at)
     finally:

@@ -78,6 +78,8 @@ class ScreenTimes(NamedTuple):
     first_cpu: float
     """CPU seconds the process had used when the first frame was seen: what the start costs,
     which a busy machine's waits do not inflate (up to one reading late)."""
+    complete_cpu: float = 0.0
+    """CPU seconds the process had used when the complete view was seen."""
 
 
 def screen_times(
@@ -102,7 +104,7 @@ def screen_times(
             if first is None and alternate == "1" and screen.strip():
                 first, first_cpu = now, cpu_seconds(pid)
             if first is not None and first_cpu is not None and complete(screen):
-                return ScreenTimes(first, now, first_cpu)
+                return ScreenTimes(first, now, first_cpu, cpu_seconds(pid))
             time.sleep(POLL)
         sys.exit(f"{command[0]}: no complete view within {limit:.0f} s")
     finally:
