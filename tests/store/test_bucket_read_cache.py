@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -263,6 +264,33 @@ def test_a_cache_file_that_is_a_link_is_not_followed(
     cache.path.symlink_to(elsewhere)
     again, found = opened(trainer_bucket, clock)
     assert found == first and sorted(again.reads) == sorted(cold.reads)
+
+
+def test_a_save_removes_what_a_killed_save_left_and_nothing_else(
+    trainer_bucket: str, clock: FixedClock, tmp_path: Path
+) -> None:
+    """A process killed while saving leaves its `.saving-` file (up to 256 MiB); the next
+    save removes it once it is an hour old: not a younger one (another process may be
+    saving), not a link (nor what it points to), not another file."""
+    cold, _ = opened(trainer_bucket, clock)
+    cache = ReadCache(str(cold.cache_scope))
+    folder = cache.path.parent
+    hours_ago = time.time() - 2 * 3600
+    left, saving, other = folder / ".saving-left", folder / ".saving-now", folder / "other"
+    for path in (left, saving, other):
+        path.write_bytes(b"x" * 1000)
+    target = tmp_path / "target"
+    target.write_bytes(b"mine")
+    link = folder / ".saving-link"
+    link.symlink_to(target)
+    for path in (left, other, link):
+        os.utime(path, (hours_ago, hours_ago), follow_symlinks=False)
+    cache.path.write_bytes(b"garbage")  # so that the next open saves
+    opened(trainer_bucket, clock)
+    assert not left.exists()
+    assert saving.exists() and other.exists() and link.is_symlink()
+    assert target.read_bytes() == b"mine"
+    assert opened(trainer_bucket, clock)[0].reads == []  # the save itself was kept
 
 
 def test_a_cache_folder_that_cannot_be_written_changes_nothing(

@@ -23,7 +23,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,6 +40,11 @@ MAX_CACHE_BYTES = 256 * 1024 * 1024
 """The largest cache file read or written: the read-ahead budget (128 MiB) and the keys, and
 the findings (a few hundred bytes a checkpoint). A file that would be bigger is saved without
 its findings."""
+SAVING_PREFIX = ".saving-"
+"""A save is written to `.saving-XXXX` beside the cache file, then renamed over it."""
+STALE_SAVE_SECONDS = 3600
+"""A `.saving-` file untouched this long was left by a process killed while saving (a save
+takes seconds at most); the next save removes it, as it may hold up to `MAX_CACHE_BYTES`."""
 
 
 class CachedRead(msgspec.Struct, array_like=True, frozen=True):
@@ -117,7 +124,7 @@ class ReadCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".saving-")
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=SAVING_PREFIX)
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(raw)
@@ -125,6 +132,7 @@ class ReadCache:
             except BaseException:
                 os.unlink(temp)
                 raise
+            drop_stale_saves(self.path.parent)
         except OSError:
             return  # a cache that cannot be saved costs requests next time, nothing else
 
@@ -148,3 +156,20 @@ class ReadCache:
         if kept.version != CACHE_VERSION or kept.scope != self.scope:
             return None
         return kept
+
+
+def drop_stale_saves(folder: Path) -> None:
+    """Remove the `.saving-` files in `folder` older than `STALE_SAVE_SECONDS` (regular
+    files only, never through a link). A younger one may be another process's save in
+    progress, so it stays."""
+    oldest = time.time() - STALE_SAVE_SECONDS
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.name.startswith(SAVING_PREFIX):
+                continue
+            try:
+                found = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(found.st_mode) and found.st_mtime < oldest:
+                    os.unlink(entry.path)
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove: the next save tries again
