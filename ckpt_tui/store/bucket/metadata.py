@@ -21,6 +21,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import msgspec
@@ -83,10 +84,13 @@ class BucketMeta:
         self._now_us = now_us
         self.doc = MetaDoc()
         """The document as last read or written by this writer (what its rows are based on)."""
-        self.reload()
         self.store_id: str | None = None
         """The store's id; None while the bucket has none (nothing was written there yet)."""
-        self._read_store_id()
+        # The two documents are read side by side: one round trip of every open, not two.
+        with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-store-id") as reader:
+            reading = reader.submit(self._read_store_id)
+            self.reload()
+            reading.result()
 
     @property
     def problem(self) -> str | None:
