@@ -25,7 +25,8 @@ window of 120x36, cold then warm (a cache of its own; `--tui-reps N` warm turns)
 start to the first frame (the app's first screen with text, bench_start.screen_times) and to
 the complete view (the header says "<N> checkpoints"), with the CPU time used by then; each
 warm turn then times a warm `ls --json` on the same cache and prints how much later the app's
-complete view came (the target: no later), and the median of that difference.
+complete view came (the target: no later), and the median of that difference; with
+`--against`, each warm turn times that ckpt-tui's app and `ls` the same way, after this one's.
 
 With `--prune`, then once (it deletes): `ckpt-tui --local s3://bench/team prune --keep-last 1
 --yes` through the same proxy, after the objects have settled (10 s after they were written).
@@ -189,26 +190,32 @@ def tui_times(command: list[str], env: dict[str, str], checkpoints: int) -> Scre
 
 def time_the_app(args: argparse.Namespace, env: dict[str, str], ls: list[str], cache: str) -> None:
     """The app's first frame and complete view, cold then warm (`--tui-reps` warm turns), each
-    warm one beside a warm `ls --json` on the same cache, so that the two compare."""
-    app = [args.ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+    warm one beside a warm `ls --json` on the same cache, so that the two compare; with
+    `--against`, that ckpt-tui's app and `ls` too in each warm turn, on the same cache."""
     env = {**env, "XDG_CACHE_HOME": cache}
-    after_ls: list[float] = []
+    builds = {"": args.ckpt_tui} | ({"--against ": args.against} if args.against else {})
+    after_ls: dict[str, list[float]] = {label: [] for label in builds}
     with tmux_server():
-        for label in ["cold"] + ["warm"] * args.tui_reps:
-            seen = tui_times(app, env, args.checkpoints)
-            print(f"  the app, {label} cache: first frame {seen.first:.2f} s "
-                  f"({seen.first_cpu:.2f} s CPU), complete view {seen.complete:.2f} s "
-                  f"({seen.complete_cpu:.2f} s CPU)", end="", flush=True)  # fmt: skip
-            if label == "cold":
-                print()
-                continue
-            seconds, _ = timed(ls, env)
-            after_ls.append(seen.complete - seconds)
-            print(f"; ls --json right after: {seconds:.2f} s "
-                  f"(the app {seen.complete - seconds:+.2f} s)", flush=True)  # fmt: skip
-    if after_ls:
-        print(f"  the app's complete view minus ls's time, median of {len(after_ls)}: "
-              f"{statistics.median(after_ls):+.2f} s")  # fmt: skip
+        for turn in ["cold"] + ["warm"] * args.tui_reps:
+            for label, ckpt_tui in builds.items():
+                if turn == "cold" and label:
+                    continue
+                app = [ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+                seen = tui_times(app, env, args.checkpoints)
+                print(f"  {label}the app, {turn} cache: first frame {seen.first:.2f} s "
+                      f"({seen.first_cpu:.2f} s CPU), complete view {seen.complete:.2f} s "
+                      f"({seen.complete_cpu:.2f} s CPU)", end="", flush=True)  # fmt: skip
+                if turn == "cold":
+                    print()
+                    continue
+                seconds, _ = timed([ckpt_tui, *ls[1:]], env)
+                after_ls[label].append(seen.complete - seconds)
+                print(f"; ls --json right after: {seconds:.2f} s "
+                      f"(the app {seen.complete - seconds:+.2f} s)", flush=True)  # fmt: skip
+    for label, differences in after_ls.items():
+        if differences:
+            print(f"  {label}the app's complete view minus ls's time, median of "
+                  f"{len(differences)}: {statistics.median(differences):+.2f} s")  # fmt: skip
 
 
 def object_count(environment: dict[str, str], upstream: str) -> int:

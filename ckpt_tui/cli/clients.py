@@ -11,6 +11,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 
@@ -57,23 +58,34 @@ def client_for(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     open_later: bool = False,
     keep_store_id: bool = False,
+    begin_bucket_now: bool = False,
 ) -> CheckpointClient:
     """Like `open_client`, but a local store is opened here and now (blocking); or with
     `open_later` (the app), by its first request, in a worker thread (`OpenedOnFirstRequest`).
-    `keep_store_id`: see `bucket_transport`.
+    `keep_store_id`: see `bucket_transport`. `begin_bucket_now` (with `open_later`): a bucket
+    starts opening now, in a thread of its own, and its first request waits for that.
+
+    Why a bucket and not a folder: a bucket's open and first look wait on the network, which
+    holds no interpreter lock, so they go on while the app imports and paints (the app's
+    first request to a bucket left 0.65-1.0 s after `ls`'s did, which began its open before
+    any import of the app). A folder's open is this process's CPU: begun early it would only
+    slow the first frame.
     """
     opener: Callable[[], Opened] | None = None
     if backend.local_bucket is not None:
         opener = partial(bucket_transport, backend, readonly, keep_store_id)
     elif backend.local_store is not None:
         opener = partial(local_transport, backend.local_store, readonly)
-    local: Opened | None = None
-    if opener is not None and open_later:
-        later = OpenedOnFirstRequest(opener)
-        local = later, later.close
-    elif opener is not None:
-        local = opener()
-    return _client(backend, local, readonly, timeouts, retry, max_in_flight)
+    if opener is None:
+        return _client(backend, None, readonly, timeouts, retry, max_in_flight)
+    if not open_later:
+        return _client(backend, opener(), readonly, timeouts, retry, max_in_flight)
+    later = OpenedOnFirstRequest(opener)
+    client = _client(backend, (later, later.close), readonly, timeouts, retry, max_in_flight)
+    if begin_bucket_now and backend.local_bucket is not None:
+        import_bucket_store()  # here, not in the thread: see `import_bucket_store`
+        later.begin()  # once the client that closes it is made
+    return client
 
 
 class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
@@ -95,6 +107,24 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
         self._opened: Opened | None = None
         self._failure: LocalStoreFailed | None = None
         self._closed = False
+        self._begun: Future[None] | None = None
+
+    def begin(self) -> None:
+        """Start opening now, in a thread of its own, rather than at the first request (which
+        then waits for this open). An app quit meanwhile closes the store once it is open
+        (`close`); the executable ends without waiting for the thread (`end_process`)."""
+        begun: Future[None] = Future()
+        self._begun = begun
+
+        def open_in_thread() -> None:
+            try:
+                self._open_now()
+            except BaseException as exc:  # LocalStoreFailed or a bug: the request raises it
+                begun.set_exception(exc)
+            else:
+                begun.set_result(None)
+
+        threading.Thread(target=open_in_thread, name="ckpt-tui-open").start()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         opened = self._opened or await self._open()
@@ -104,7 +134,10 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
         async with self._opening:  # one open, however many requests come first
             if self._opened is None and self._failure is None and not self._closed:
                 try:
-                    await asyncio.to_thread(self._open_now)
+                    if self._begun is not None:
+                        await asyncio.wrap_future(self._begun)
+                    else:
+                        await asyncio.to_thread(self._open_now)
                 except LocalStoreFailed as exc:
                     self._failure = exc
         if self._failure is not None:
@@ -168,6 +201,14 @@ def local_transport(store_path: Path, readonly: bool = False) -> Opened:
         raise LocalStoreFailed(message, detail=str(exc)) from None
     app = create_app(store, sweep_interval=None)
     return httpx.ASGITransport(app=app, raise_app_exceptions=False), store.close
+
+
+def import_bucket_store() -> None:
+    """Import what `bucket_transport` imports, in the calling thread: an open begun in a thread
+    of its own while the main thread imports the app would otherwise import modules from two
+    threads at once, which can deadlock on modules that import each other."""
+    import ckpt_tui.server
+    import ckpt_tui.store.bucket.opening  # noqa: F401
 
 
 def bucket_transport(

@@ -111,12 +111,15 @@ def check_local_folder(folder: Path) -> None:
     )
 
 
-def connect(setup: Setup, *, open_later: bool = False, changing: bool = False) -> Connection:
+def connect(
+    setup: Setup, *, open_later: bool = False, changing: bool = False, begin_buckets: bool = False
+) -> Connection:
     """The backend with its own client; when it cannot have one (its key is not there, its
     store does not open), a client that sends nothing and the reason as its problem. With
     `open_later` (the app), a local store opens on its first request (`client_for`), and
-    one that does not open fails every request with the reason. `changing`: the command is
-    about to change the backends (a bucket keeps its store id first: `bucket_transport`)."""
+    one that does not open fails every request with the reason; with `begin_buckets` too, a
+    bucket begins opening now, in a thread of its own. `changing`: the command is about to
+    change the backends (a bucket keeps its store id first: `bucket_transport`)."""
     problem = setup.problem
     if problem is None:
         try:
@@ -127,6 +130,7 @@ def connect(setup: Setup, *, open_later: bool = False, changing: bool = False) -
                 max_in_flight=backend.max_in_flight,
                 open_later=open_later,
                 keep_store_id=changing,
+                begin_bucket_now=begin_buckets,
             )
         except ClientError as exc:
             problem = failure_text(exc)

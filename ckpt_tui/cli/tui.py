@@ -14,13 +14,14 @@ def run(args: argparse.Namespace) -> int:
         setups = setups_for(args, rate=True)
     except Refusal as exc:
         return fail(str(exc), 2)
+    # Each backend with its own client; a folder store opens on its first request, in a worker
+    # thread, so the first frame waits for none (benchmarks/bench_start.py); a bucket begins
+    # opening now, before the app is imported, as its open waits on the network, not on this
+    # process (`client_for`). The app closes the clients as it quits.
+    connections = [connect(setup, open_later=True, begin_buckets=True) for setup in setups]
     from ckpt_tui.tui.app import CkptApp
 
     allocator.map_big_blocks()  # memory stays flat over refreshes (see its docstring)
-    # Each backend with its own client; a local store opens on its first request, in a worker
-    # thread, so the first frame waits for none (benchmarks/bench_start.py). The app closes
-    # the clients as it quits.
-    connections = [connect(setup, open_later=True) for setup in setups]
     app = CkptApp(
         connections,
         log_settings_from_args(args),

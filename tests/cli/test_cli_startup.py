@@ -85,9 +85,13 @@ def test_the_app_starts_on_a_folder_before_its_store_is_opened(tmp_path: Path) -
     assert list(folder.iterdir()) == []  # nothing opened, nothing written
 
 
-def test_the_app_starts_on_a_bucket_before_it_is_opened(s3_bucket: str) -> None:
-    """The same for a bucket (obstore, and its first requests to the bucket)."""
-    assert modules_at_app_start("--local", f"s3://{s3_bucket}/team") == "[]"
+def test_the_app_on_a_bucket_has_begun_opening_it_when_the_app_starts(s3_bucket: str) -> None:
+    """Not so for a bucket: its open waits on the network, not on this process, so it begins
+    before the app is imported (`client_for`'s `begin_bucket_now`), and the app's first
+    request to it left 0.65-1.0 s earlier (the README's performance section)."""
+    bucket_store = ("ckpt_tui.store.bucket.opening",)
+    shown = modules_at_app_start("--local", f"s3://{s3_bucket}/team", heavy=bucket_store)
+    assert shown == "['ckpt_tui.store.bucket.opening']"
 
 
 def test_the_demo_starts_the_app_before_its_stores_are_opened(tmp_path: Path) -> None:

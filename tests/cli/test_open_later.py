@@ -1,6 +1,7 @@
 """A local store the app is handed opens on its first request (`OpenedOnFirstRequest`): once,
 however many requests come first; a failure fails every request with its reason; closing
-closes it whether it is open, opening or never opened."""
+closes it whether it is open, opening or never opened. A bucket the app is handed begins
+opening at once (`begin`), and its first request waits for that open."""
 
 from __future__ import annotations
 
@@ -19,7 +20,12 @@ from ckpt_tui.cli.clients import Opened, OpenedOnFirstRequest, client_for
 from ckpt_tui.client import Endpoint, LocalStoreFailed
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
+from tests.support import layouts as L
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
+from tests.support.s3_server import S3Server
 from tests.support.seed import seed_store
+from tests.support.waiting import until
 
 
 async def hello(request: Request) -> PlainTextResponse:
@@ -106,3 +112,60 @@ async def test_a_client_opened_later_serves_the_store(tmp_path: Path, clock: Fix
     client = client_for(Endpoint.local(root), open_later=True)
     async with client:
         assert len(await client.list_all_checkpoints()) == len(made)
+
+
+async def test_an_open_begun_early_is_the_one_the_first_requests_use() -> None:
+    go = threading.Event()
+    opener = Opener(go=go)
+    later = OpenedOnFirstRequest(opener)
+    later.begin()
+    assert await asyncio.to_thread(opener.called.wait, 30)  # opening, with no request yet
+    requests = asyncio.gather(*(get(later) for _ in range(3)))
+    go.set()
+    assert await requests == ["hello"] * 3
+    assert opener.opened == 1
+    later.close()
+    assert opener.closed == 1
+
+
+async def test_an_open_begun_early_that_fails_fails_every_request_with_its_reason() -> None:
+    later = OpenedOnFirstRequest(Opener(failure="could not open local store s3://b/p: denied"))
+    later.begin()
+    for _ in range(2):
+        with pytest.raises(LocalStoreFailed) as caught:
+            await get(later)
+        assert caught.value.message == "could not open local store s3://b/p: denied"
+
+
+async def test_closed_while_an_early_open_runs_the_store_is_closed_once_it_is_open() -> None:
+    go = threading.Event()
+    opener = Opener(go=go)
+    later = OpenedOnFirstRequest(opener)
+    later.begin()
+    assert await asyncio.to_thread(opener.called.wait, 30)
+    later.close()
+    go.set()
+    await until(lambda: opener.closed == 1)
+    with pytest.raises(LocalStoreFailed):
+        await get(later)
+    assert opener.opened == 1
+
+
+async def test_the_app_s_bucket_is_listed_before_its_first_request(
+    s3: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    """What `ckpt-tui` (the app) asks for a bucket: it is listed while nothing has asked the
+    client anything yet, and the client then serves what that listing found."""
+    L.hf_trainer_output(tmp_path / "synced/qwen-sft", steps=(100, 200))
+    s3.upload(s3_bucket, "team", tmp_path / "synced")
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as proxy:
+        endpoint = Endpoint.bucket(f"s3://{s3_bucket}/team", endpoint=proxy)
+        client = client_for(endpoint, open_later=True, begin_bucket_now=True)
+        async with client:
+            await until(lambda: bool(faults.listed()))
+            listed = await client.list_all_checkpoints()
+    assert sorted(c.checkpoint_id for c in listed) == [
+        "weights/checkpoint-100",
+        "weights/checkpoint-200",
+    ]
