@@ -118,7 +118,8 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
 
         def open_in_thread() -> None:
             try:
-                self._open_now()
+                if not self._closed:  # not when the app quit before this thread began
+                    self._open_now()
             except BaseException as exc:  # LocalStoreFailed or a bug: the request raises it
                 begun.set_exception(exc)
             else:
