@@ -89,20 +89,22 @@ def client_for(
 
 
 class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
-    """A local store's transport that opens the store (`opener`, in a worker thread) when its
-    first request comes, not before: the app paints its first frame while the store opens.
+    """A local store's transport that opens the store (`opener`, in a thread of its own) when
+    its first request comes, or when `begin` is called: the app paints its first frame while
+    the store opens.
 
     Importing the server and the store and opening an empty one took 0.13-0.19 s of the
     0.8 s of CPU time before the app's first frame (0.3-0.5 s of wall time at load 5;
     benchmarks/bench_start.py); its first requests come from workers after the first frame.
     A store that cannot be opened fails every request with the same LocalStoreFailed, as a
     client that could not be built shows its problem (nothing is sent). `close` closes the
-    store, whether it is open yet, still opening or never opened.
+    store, whether it is open yet, still opening or never opened. There is one open, however
+    many requests come first, and a request cancelled while it waits (a reload, a quit)
+    cancels its own wait, not the open, which the next request waits for.
     """
 
     def __init__(self, opener: Callable[[], Opened]) -> None:
         self._opener = opener
-        self._opening = asyncio.Lock()
         self._guard = threading.Lock()
         self._opened: Opened | None = None
         self._failure: LocalStoreFailed | None = None
@@ -110,17 +112,23 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
         self._begun: Future[None] | None = None
 
     def begin(self) -> None:
-        """Start opening now, in a thread of its own, rather than at the first request (which
-        then waits for this open). An app quit meanwhile closes the store once it is open
-        (`close`); the executable ends without waiting for the thread (`end_process`)."""
+        """Start opening now (once), in a thread of its own. An app quit meanwhile closes the
+        store once it is open (`close`); the executable ends without waiting for the thread
+        (`end_process`)."""
+        if self._begun is not None:
+            return
         begun: Future[None] = Future()
+        begun.set_running_or_notify_cancel()  # a cancelled wait cannot cancel it (see above)
         self._begun = begun
 
         def open_in_thread() -> None:
             try:
                 if not self._closed:  # not when the app quit before this thread began
                     self._open_now()
-            except BaseException as exc:  # LocalStoreFailed or a bug: the request raises it
+            except LocalStoreFailed as exc:
+                self._failure = exc
+                begun.set_result(None)
+            except BaseException as exc:  # a bug: each request raises it
                 begun.set_exception(exc)
             else:
                 begun.set_result(None)
@@ -132,18 +140,13 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
         return await opened[0].handle_async_request(request)
 
     async def _open(self) -> Opened:
-        async with self._opening:  # one open, however many requests come first
-            if self._opened is None and self._failure is None and not self._closed:
-                try:
-                    if self._begun is not None:
-                        await asyncio.wrap_future(self._begun)
-                    else:
-                        await asyncio.to_thread(self._open_now)
-                except LocalStoreFailed as exc:
-                    self._failure = exc
+        if not self._closed:
+            self.begin()
+        if self._begun is not None:
+            await asyncio.wrap_future(self._begun)
         if self._failure is not None:
             raise LocalStoreFailed(self._failure.message, detail=self._failure.detail)
-        if self._opened is None:  # closed before its first request
+        if self._opened is None:  # closed before it opened
             raise LocalStoreFailed("the local store was closed")
         return self._opened
 
