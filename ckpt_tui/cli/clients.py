@@ -111,12 +111,12 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
         self._closed = False
         self._begun: Future[None] | None = None
 
-    def begin(self) -> None:
-        """Start opening now (once), in a thread of its own. An app quit meanwhile closes the
-        store once it is open (`close`); the executable ends without waiting for the thread
-        (`end_process`)."""
+    def begin(self) -> Future[None]:
+        """Start opening now (once), in a thread of its own; the open, done when it ends. An
+        app quit meanwhile closes the store once it is open (`close`); the executable ends
+        without waiting for the thread (`end_process`)."""
         if self._begun is not None:
-            return
+            return self._begun
         begun: Future[None] = Future()
         begun.set_running_or_notify_cancel()  # a cancelled wait cannot cancel it (see above)
         self._begun = begun
@@ -128,22 +128,27 @@ class OpenedOnFirstRequest(httpx.AsyncBaseTransport):
             except LocalStoreFailed as exc:
                 self._failure = exc
                 begun.set_result(None)
-            except BaseException as exc:  # a bug: each request raises it
+            except BaseException as exc:  # a bug: the requests waiting raise it, the next
+                self._begun = None  # request opens again
                 begun.set_exception(exc)
             else:
                 begun.set_result(None)
 
-        threading.Thread(target=open_in_thread, name="ckpt-tui-open").start()
+        try:
+            threading.Thread(target=open_in_thread, name="ckpt-tui-open").start()
+        except RuntimeError as exc:  # "can't start new thread": fail, do not wait forever
+            self._failure = LocalStoreFailed(f"could not start opening the store: {exc}")
+            begun.set_result(None)
+        return begun
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         opened = self._opened or await self._open()
         return await opened[0].handle_async_request(request)
 
     async def _open(self) -> Opened:
-        if not self._closed:
-            self.begin()
-        if self._begun is not None:
-            await asyncio.wrap_future(self._begun)
+        begun = self._begun if self._closed else self.begin()
+        if begun is not None:  # held here: an open that failed forgets itself as it ends
+            await asyncio.wrap_future(begun)
         if self._failure is not None:
             raise LocalStoreFailed(self._failure.message, detail=self._failure.detail)
         if self._opened is None:  # closed before it opened

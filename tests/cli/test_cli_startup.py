@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ckpt_tui.cli
+from tests.support.live_server import run_server
+from tests.support.s3_faults import S3Faults
+from tests.support.s3_server import S3Server
 
 
 def cli_modules() -> list[str]:
@@ -50,11 +55,15 @@ def test_listing_a_server_imports_no_store_server_or_web_framework() -> None:
 
 
 APP_START_PROBE = """
-import sys
+import os, sys, threading
 from ckpt_tui.tui.app import CkptApp
 
 def run(self, *args, **kwargs):  # where the app would paint its first frame
-    print("at app start:", sorted(m for m in sys.modules if m.startswith(HEAVY)))
+    print("at app start:", sorted(m for m in sys.modules if m.startswith(HEAVY)), flush=True)
+    for thread in threading.enumerate():  # a bucket's open begun early: let it send
+        if thread.name == "ckpt-tui-open":
+            thread.join(20)
+    os._exit(0)  # as the executable ends (`end_process`): no finalizing beside obstore
 
 CkptApp.run = run
 from ckpt_tui.cli import main
@@ -85,13 +94,20 @@ def test_the_app_starts_on_a_folder_before_its_store_is_opened(tmp_path: Path) -
     assert list(folder.iterdir()) == []  # nothing opened, nothing written
 
 
-def test_the_app_on_a_bucket_has_begun_opening_it_when_the_app_starts(s3_bucket: str) -> None:
+def test_the_app_on_a_bucket_has_begun_opening_it_when_the_app_starts(
+    s3: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Not so for a bucket: its open waits on the network, not on this process, so it begins
     before the app is imported (`client_for`'s `begin_bucket_now`), and the app's first
-    request to it left 0.65-1.0 s earlier (the README's performance section)."""
-    bucket_store = ("ckpt_tui.store.bucket.opening",)
-    shown = modules_at_app_start("--local", f"s3://{s3_bucket}/team", heavy=bucket_store)
+    request to it left 0.65-1.0 s earlier (the README's performance section). The probe
+    stops the app before its first request, so what the bucket was asked is the open's."""
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy)
+        bucket_store = ("ckpt_tui.store.bucket.opening",)
+        shown = modules_at_app_start("--local", f"s3://{s3_bucket}/team", heavy=bucket_store)
     assert shown == "['ckpt_tui.store.bucket.opening']"
+    assert (f"/{s3_bucket}/team/.ckpt-tui/meta.json") in [path for _, path, _ in faults.requests]
 
 
 def test_the_demo_starts_the_app_before_its_stores_are_opened(tmp_path: Path) -> None:

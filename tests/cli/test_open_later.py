@@ -101,6 +101,25 @@ async def test_a_store_that_does_not_open_fails_every_request_with_its_reason() 
         assert caught.value.detail == "why"
 
 
+async def test_an_open_that_raised_a_bug_is_tried_again_by_the_next_request() -> None:
+    """Only a LocalStoreFailed is the store's answer for good; anything else fails the
+    requests that waited for that open, and the next request opens again."""
+    opener = Opener()
+    tries: list[str] = []
+
+    def flaky() -> Opened:
+        tries.append("open")
+        if len(tries) == 1:
+            raise RuntimeError("a bug")
+        return opener()
+
+    later = OpenedOnFirstRequest(flaky)
+    with pytest.raises(RuntimeError, match="a bug"):
+        await get(later)
+    assert await get(later) == "hello"
+    assert (len(tries), opener.opened) == (2, 1)
+
+
 async def test_closed_before_a_request_it_never_opens() -> None:
     opener = Opener()
     later = OpenedOnFirstRequest(opener)
