@@ -61,13 +61,13 @@ def client_for(
     begin_bucket_now: bool = False,
 ) -> CheckpointClient:
     """Like `open_client`, but a local store is opened here and now (blocking); or with
-    `open_later` (the app), by its first request, in a worker thread (`OpenedOnFirstRequest`).
+    `open_later` (the app), by its first request, in a thread of its own (`OpenedOnFirstRequest`).
     `keep_store_id`: see `bucket_transport`. `begin_bucket_now` (with `open_later`): a bucket
     starts opening now, in a thread of its own, and its first request waits for that.
 
     Why a bucket and not a folder: a bucket's open and first look wait on the network, which
     holds no interpreter lock, so they go on while the app imports and paints (the app's
-    first request to a bucket left 0.65-1.0 s after `ls`'s did, which began its open before
+    first request to a bucket left 0.6-1.0 s after `ls`'s did, which began its open before
     any import of the app). A folder's open is this process's CPU: begun early it would only
     slow the first frame.
     """

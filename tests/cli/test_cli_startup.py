@@ -99,7 +99,7 @@ def test_the_app_on_a_bucket_has_begun_opening_it_when_the_app_starts(
 ) -> None:
     """Not so for a bucket: its open waits on the network, not on this process, so it begins
     before the app is imported (`client_for`'s `begin_bucket_now`), and the app's first
-    request to it left 0.65-1.0 s earlier (the README's performance section). The probe
+    request to it left 0.6-1.0 s earlier (the README's performance section). The probe
     stops the app before its first request, so what the bucket was asked is the open's."""
     faults = S3Faults(s3.endpoint)
     with run_server(faults) as proxy:
