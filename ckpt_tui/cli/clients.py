@@ -82,10 +82,24 @@ def client_for(
         return _client(backend, opener(), readonly, timeouts, retry, max_in_flight)
     later = OpenedOnFirstRequest(opener)
     client = _client(backend, (later, later.close), readonly, timeouts, retry, max_in_flight)
-    if begin_bucket_now and backend.local_bucket is not None:
-        import_bucket_store()  # here, not in the thread: see `import_bucket_store`
+    if begin_bucket_now and backend.local_bucket is not None and begins_early(backend):
         later.begin()  # once the client that closes it is made
     return client
+
+
+def begins_early(backend: Endpoint) -> bool:
+    """Whether a bucket's open may begin before the app paints: not when it reads an AWS
+    profile, as importing boto3 for it is this process's CPU (0.27-0.31 s), which would
+    delay the first frame as much. Imports the bucket store (`import_bucket_store`)."""
+    import_bucket_store()
+    from ckpt_tui.locations import UnsupportedLocationError, parse_location
+    from ckpt_tui.store.blobs.objects import reads_aws_profile
+
+    try:
+        location = parse_location(str(backend.local_bucket))
+    except UnsupportedLocationError:  # the open says so, on the first request
+        return False
+    return location is not None and not reads_aws_profile(location)
 
 
 class OpenedOnFirstRequest(httpx.AsyncBaseTransport):

@@ -110,6 +110,21 @@ def test_the_app_on_a_bucket_has_begun_opening_it_when_the_app_starts(
     assert (f"/{s3_bucket}/team/.ckpt-tui/meta.json") in [path for _, path, _ in faults.requests]
 
 
+def test_the_app_on_a_bucket_read_with_an_aws_profile_opens_it_after_the_first_frame(
+    s3: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket whose keys come from AWS_PROFILE is read with boto3, whose import (0.27-0.31 s
+    of CPU) would delay the first frame as much: it opens on its first request, as before."""
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy)
+        monkeypatch.setenv("AWS_PROFILE", "ckpt-tui-test")
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        heavy = ("boto3", "botocore")
+        assert modules_at_app_start("--local", f"s3://{s3_bucket}/team", heavy=heavy) == "[]"
+    assert faults.requests == []
+
+
 def test_the_demo_starts_the_app_before_its_stores_are_opened(tmp_path: Path) -> None:
     """The demo writes its stores with the store code, then hands the app clients that open
     them on their first request: the server and obstore (the bucket) wait for that."""
