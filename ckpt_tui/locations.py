@@ -8,6 +8,7 @@ not part of a location: each cloud's client reads its standard environment varia
 from __future__ import annotations
 
 import ipaddress
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -44,6 +45,14 @@ class BucketLocation:
         if self.scheme == "file":
             return f"file:///{self.prefix}"
         return f"{self.scheme}://{self.bucket}/{self.prefix}".rstrip("/")
+
+
+def reads_aws_profile(location: BucketLocation) -> bool:
+    """Whether opening `location` reads `AWS_PROFILE` (with boto3: 0.27-0.31 s of CPU to
+    import and make a session, here): an S3 location, a profile named and no keys in the
+    environment (which come first, as in the AWS SDKs)."""
+    has_profile = bool(os.environ.get("AWS_PROFILE"))
+    return location.scheme == "s3" and has_profile and not os.environ.get("AWS_ACCESS_KEY_ID")
 
 
 def has_scheme(text: str) -> bool:

@@ -82,19 +82,20 @@ def client_for(
         return _client(backend, opener(), readonly, timeouts, retry, max_in_flight)
     later = OpenedOnFirstRequest(opener)
     client = _client(backend, (later, later.close), readonly, timeouts, retry, max_in_flight)
-    if begin_bucket_now and backend.local_bucket is not None and begins_early(backend):
+    if begin_bucket_now and begins_early(backend):
+        import_bucket_store()  # here, not in the thread: see `import_bucket_store`
         later.begin()  # once the client that closes it is made
     return client
 
 
 def begins_early(backend: Endpoint) -> bool:
-    """Whether a bucket's open may begin before the app paints: not when it reads an AWS
-    profile, as importing boto3 for it is this process's CPU (0.27-0.31 s), which would
-    delay the first frame as much. Imports the bucket store (`import_bucket_store`)."""
-    import_bucket_store()
-    from ckpt_tui.locations import UnsupportedLocationError, parse_location
-    from ckpt_tui.store.blobs.objects import reads_aws_profile
+    """Whether a local store's open may begin before the app paints: a bucket's, unless it
+    reads an AWS profile, as importing boto3 for it is this process's CPU (0.27-0.31 s),
+    which would delay the first frame as much (and so would importing the store for it)."""
+    from ckpt_tui.locations import UnsupportedLocationError, parse_location, reads_aws_profile
 
+    if backend.local_bucket is None:
+        return False
     try:
         location = parse_location(str(backend.local_bucket))
     except UnsupportedLocationError:  # the open says so, on the first request

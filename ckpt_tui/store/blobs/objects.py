@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import obstore
 
-from ckpt_tui.locations import BucketLocation, url_key
+from ckpt_tui.locations import BucketLocation, reads_aws_profile, url_key
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 
 if TYPE_CHECKING:
@@ -337,14 +337,6 @@ def profile_provider(
     if region:
         config.setdefault("region", region)
     return provider
-
-
-def reads_aws_profile(location: BucketLocation) -> bool:
-    """Whether opening `location` reads `AWS_PROFILE` (with boto3: 0.27-0.31 s of CPU to
-    import and make a session, here): an S3 location, a profile named and no keys in the
-    environment."""
-    has_profile = bool(os.environ.get("AWS_PROFILE"))
-    return location.scheme == "s3" and has_profile and not os.environ.get("AWS_ACCESS_KEY_ID")
 
 
 def profile_credentials(profile: str) -> tuple[Callable[[], dict[str, Any]], str | None]:
