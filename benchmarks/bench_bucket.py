@@ -205,8 +205,9 @@ def time_the_app(args: argparse.Namespace, env: dict[str, str], ls: list[str], c
                 if turn == 0 and label:
                     continue
                 app = [ckpt_tui, "--local", f"s3://{BUCKET}/{PREFIX}"]
+                its_ls = [ckpt_tui, *ls[1:]]
                 ls_first = turn > 0 and turn % 2 == 0
-                seconds = timed([ckpt_tui, *ls[1:]], env)[0] if ls_first else 0.0
+                seconds = timed(its_ls, env)[0] if ls_first else 0.0
                 seen = tui_times(app, env, args.checkpoints)
                 print(f"  {label}the app, {'warm' if turn else 'cold'} cache: first frame "
                       f"{seen.first:.2f} s ({seen.first_cpu:.2f} s CPU), complete view "
@@ -215,7 +216,7 @@ def time_the_app(args: argparse.Namespace, env: dict[str, str], ls: list[str], c
                     print()
                     continue
                 if not ls_first:
-                    seconds = timed([ckpt_tui, *ls[1:]], env)[0]
+                    seconds = timed(its_ls, env)[0]
                 after_ls[label].append(seen.complete - seconds)
                 when = "just before" if ls_first else "right after"
                 print(f"; ls --json {when}: {seconds:.2f} s "

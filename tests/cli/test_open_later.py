@@ -72,12 +72,17 @@ async def test_the_store_opens_once_on_the_first_requests_and_closes_once() -> N
     assert opener.closed == 1
 
 
-async def test_a_request_cancelled_while_the_store_opens_leaves_the_open_to_the_next() -> None:
+@pytest.mark.parametrize("begun_early", [False, True], ids=["on-first-request", "begun-early"])
+async def test_a_request_cancelled_while_the_store_opens_leaves_the_open_to_the_next(
+    begun_early: bool,
+) -> None:
     """A load cancelled while its store still opens (a reload) neither cancels that open nor
     makes the next request open the store a second time."""
     go = threading.Event()
     opener = Opener(go=go)
     later = OpenedOnFirstRequest(opener)
+    if begun_early:
+        later.begin()
     first = asyncio.ensure_future(get(later))
     assert await asyncio.to_thread(opener.called.wait, 30)
     first.cancel()
@@ -164,22 +169,6 @@ async def test_an_open_begun_early_is_the_one_the_first_requests_use() -> None:
     assert opener.opened == 1
     later.close()
     assert opener.closed == 1
-
-
-async def test_a_request_cancelled_while_an_early_open_runs_leaves_it_to_the_next() -> None:
-    """A load cancelled while the bucket still opens (a reload) does not cancel the open."""
-    go = threading.Event()
-    opener = Opener(go=go)
-    later = OpenedOnFirstRequest(opener)
-    later.begin()
-    first = asyncio.ensure_future(get(later))
-    assert await asyncio.to_thread(opener.called.wait, 30)
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    go.set()
-    assert await get(later) == "hello"
-    assert opener.opened == 1
 
 
 async def test_an_open_begun_early_that_fails_fails_every_request_with_its_reason() -> None:
