@@ -18,6 +18,10 @@ import msgspec
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.storage import is_storage_failure, storage_error
 
+LOCK_WAIT_SECONDS = 5.0
+"""How long a write waits while another program holds the metadata file's lock before it
+fails (503, try again): SQLite's own default."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT NOT NULL,
@@ -148,7 +152,7 @@ class MetaDB:
     @classmethod
     def open_writable(cls, path: Path, derived_id: str) -> MetaDB:
         try:
-            conn = sqlite3.connect(path, check_same_thread=False)
+            conn = sqlite3.connect(path, timeout=LOCK_WAIT_SECONDS, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             meta = cls(conn, derived_id)

@@ -21,7 +21,7 @@ import pytest
 
 from ckpt_tui.client import CheckpointClient, Endpoint, InsufficientStorageError, RetryPolicy
 from ckpt_tui.server import create_app
-from ckpt_tui.store import Store
+from ckpt_tui.store import Store, meta
 from ckpt_tui.store.errors import StorageFullError
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support import layouts as L
@@ -336,9 +336,11 @@ def test_a_delete_answers_success_once_the_disk_has_room_again(
 
 # --- a locked metadata file ----------------------------------------------------------------
 def test_a_locked_metadata_file_is_503_with_retry_after_and_changes_nothing(
-    tmp_path: Path, clock: FixedClock
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Another program holds the metadata file's write lock (SQLite waits 5 s, then gives up)."""
+    """Another program holds the metadata file's write lock (SQLite waits `LOCK_WAIT_SECONDS`,
+    5 s, then gives up: shortened here, the same code path)."""
+    monkeypatch.setattr(meta, "LOCK_WAIT_SECONDS", 0.25)
     root = tmp_path / "store"
     store = seeded(root, clock)
     before = state(store)
