@@ -180,10 +180,11 @@ class BucketChanges:
     def place_problem(self) -> str | None:
         return self._meta.problem
 
-    def recover(self, readonly: bool) -> None:
-        """Finish (or, read-only, report) the interrupted deletes the bucket holds."""
+    def recover(self, readonly: bool, records: Callable[[], list[str]]) -> None:
+        """Finish (or, read-only, report) the interrupted deletes the bucket holds, whose
+        intent records `records` lists (`recovery.pending`: StoreError when it cannot)."""
         try:
-            self.recovery = self.deleter.recover(readonly=readonly)
+            self.recovery = self.deleter.recover(readonly=readonly, records=records())
         except StoreError as exc:
             self.recovery = Recovery(problems=[f"interrupted deletes were not looked for: {exc}"])
         for outcome in self.recovery.finished:

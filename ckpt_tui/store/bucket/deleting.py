@@ -300,9 +300,9 @@ class BucketDeleter:
             raise OSError(refused[record])
 
     # --- at open ----------------------------------------------------------------------------
-    def recover(self, *, readonly: bool = False) -> Recovery:
+    def recover(self, *, readonly: bool = False, records: Sequence[str] | None = None) -> Recovery:
         """Finish every interrupted delete (read-only: report them): `recovery.recover`."""
-        return recover(self, readonly=readonly)
+        return recover(self, readonly=readonly, records=records)
 
     # --- listing ----------------------------------------------------------------------------
     def _look(self, wants: dict[str, Want]) -> dict[str, Found]:

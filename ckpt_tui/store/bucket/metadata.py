@@ -39,6 +39,8 @@ logger = logging.getLogger("ckpt_tui.store")
 
 STORE_DOC = "store.json"
 META_DOC = "meta.json"
+NO_DOC = ""
+"""The version of a document the bucket does not hold (an ETag is never empty)."""
 
 
 class StoreDoc(msgspec.Struct, frozen=True):
@@ -84,6 +86,9 @@ class BucketMeta:
         self._now_us = now_us
         self.doc = MetaDoc()
         """The document as last read or written by this writer (what its rows are based on)."""
+        self.version: str | None = None
+        """The ETag of the version `doc` was read as (`NO_DOC`: the bucket held none); None
+        when not known (not read yet, or changed here since)."""
         self.store_id: str | None = None
         """The store's id; None while the bucket has none (nothing was written there yet)."""
         # The two documents are read side by side: one round trip of every open, not two.
@@ -131,7 +136,14 @@ class BucketMeta:
 
     def reload(self) -> None:
         """Read the latest metadata (another writer's changes)."""
-        self.doc = read_doc(self.place, self.place.meta_key(META_DOC), MetaDoc).doc or MetaDoc()
+        read = read_doc(self.place, self.place.meta_key(META_DOC), MetaDoc)
+        self.doc = read.doc or MetaDoc()
+        self.version = NO_DOC if read.doc is None else read.e_tag
+
+    def is_version(self, listed: str | None) -> bool:
+        """Whether `doc` is the version a listing found (`listed`: its ETag, `NO_DOC` when
+        it found no document, None when it could not tell): a look then need not read it."""
+        return listed is not None and listed == self.version
 
     def rows(self, run_id: str | None = None) -> list[Row]:
         """The checkpoints that have shared metadata, as rows (no measurements)."""
@@ -162,6 +174,7 @@ class BucketMeta:
             return  # a run's last change alone is not worth a write
         change = Change(edits, gone, touch or {})
         with self.lock:
+            self.version = None  # changed here: the next look reads the bucket's again
             if self.readonly:
                 self.doc = change.made(self.doc) or self.doc
                 return

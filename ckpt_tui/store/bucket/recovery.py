@@ -14,6 +14,7 @@ the delete was asked (newer than the newest object the delete saw).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ckpt_tui.store.bucket.intent import (
@@ -52,10 +53,13 @@ def pending(deleter: Finishing) -> list[str]:
     return sorted(deleter.listed_keys(deleter.place.meta_key(DELETES)))
 
 
-def recover(deleter: Finishing, *, readonly: bool = False) -> Recovery:
-    """Finish every interrupted delete (read-only: report them); see the docstring."""
+def recover(
+    deleter: Finishing, *, readonly: bool = False, records: Sequence[str] | None = None
+) -> Recovery:
+    """Finish every interrupted delete (read-only: report them); see the docstring.
+    `records`: the intent records' keys, when listed already (`pending`)."""
     recovery = Recovery()
-    for record in pending(deleter):
+    for record in pending(deleter) if records is None else records:
         intents = _read_intents(deleter.place, record, recovery)
         if readonly:
             recovery.problems.extend(

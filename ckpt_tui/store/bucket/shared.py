@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from ckpt_tui.store.bucket.metadata import BucketMeta
+from ckpt_tui.store.blobs.base import Entry
+from ckpt_tui.store.bucket.metadata import META_DOC, NO_DOC, STORE_DOC, BucketMeta
+from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.errors import StoreError
 from ckpt_tui.store.meta import Key, MetaDB, Row
 
@@ -36,18 +39,22 @@ class SharedMetaDB(MetaDB):
         """Entries in the bucket before the latest listing began (see the docstring)."""
         self.store_id = bucket.store_id or derived_id
         self._listed_before = False
+        self._listed_version: str | None = None
+        """The version of the metadata document the latest whole listing found."""
 
     def ensure_store_id(self) -> None:
         self.store_id = self.bucket.ensure_store_id()
 
-    def listed(self, listed_id: str) -> None:
-        """The id from the latest whole listing (`identity.listed_id`): the store's id while
-        the bucket keeps none, and the one the first write keeps (a reader before and after
-        it sees one id). A later look first reads the kept id again: another process may
-        have kept one since (the open read it for the first look)."""
-        if self.bucket.store_id is None and self._listed_before:
+    def listed(self, listed_id: str, documents: ListedDocs) -> None:
+        """What the latest whole listing found: the id from its objects
+        (`identity.listed_id`), the store's id while the bucket keeps none and the one the
+        first write keeps (a reader before and after it sees one id), and the store's own
+        documents. A later look reads the kept id again when the listing found one: another
+        process may have kept it since (the open read it for the first look)."""
+        if self.bucket.store_id is None and self._listed_before and documents.store_id_kept:
             self.bucket.read_store_id()
         self._listed_before = True
+        self._listed_version = documents.meta_version
         if self.bucket.store_id is not None:
             self.store_id = self.bucket.store_id
         else:
@@ -56,10 +63,14 @@ class SharedMetaDB(MetaDB):
     def rows(self, run_id: str | None = None) -> list[Row]:
         if run_id is None:  # a whole look: take other writers' changes
             self.known_before = _keys(self.bucket)
-            try:
-                self.bucket.reload()
-            except StoreError as exc:
-                logger.warning("the shared metadata was not read again: %s", exc)
+            listed, self._listed_version = self._listed_version, None
+            # The listing gave the document's ETag: read it only when it is another version
+            # (one round trip of every look, its last: the walk waits for it).
+            if not self.bucket.is_version(listed):
+                try:
+                    self.bucket.reload()
+                except StoreError as exc:
+                    logger.warning("the shared metadata was not read again: %s", exc)
         local = {(row.run_id, row.checkpoint_id): row for row in super().rows(run_id)}
         for kept in self.bucket.rows(run_id):
             key = (kept.run_id, kept.checkpoint_id)
@@ -92,6 +103,23 @@ class SharedMetaDB(MetaDB):
         if self.bucket.store_id is not None:
             self.store_id = self.bucket.store_id
         super().apply(upsert=upsert, delete=delete, touch=touch, drop_runs=drop_runs)
+
+
+@dataclass(frozen=True)
+class ListedDocs:
+    """What a whole listing found of the store's own documents."""
+
+    meta_version: str | None
+    """The metadata document's ETag; `NO_DOC` when it is not there; None when unknown."""
+    store_id_kept: bool
+    """Whether the store id's document is there."""
+
+    @classmethod
+    def in_listing(cls, place: BucketPlace, stat: Callable[[str], Entry | None]) -> ListedDocs:
+        """From `stat`, a whole listing's (key -> its entry, None when not listed)."""
+        meta = stat(place.meta_key(META_DOC))
+        version = NO_DOC if meta is None else (meta.tag or None)
+        return cls(version, stat(place.meta_key(STORE_DOC)) is not None)
 
 
 def _keys(bucket: BucketMeta) -> set[Key]:

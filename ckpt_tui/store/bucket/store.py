@@ -19,14 +19,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket.changes import BucketChanges
+from ckpt_tui.store.bucket.deleting import BucketDeleter
 from ckpt_tui.store.bucket.identity import bucket_id
 from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace
+from ckpt_tui.store.bucket.recovery import pending
 from ckpt_tui.store.bucket.shared import SharedMetaDB
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
@@ -66,7 +69,11 @@ class BucketStore(Store):
         layout = Layout(NO_FOLDER)
         self._layout = layout
         place = BucketPlace(storage.object_store, storage.root, storage.url)
-        shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+        with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes") as lister:
+            # Interrupted deletes are looked for while BucketMeta reads the store's two
+            # documents: one round trip of every open, not two.
+            self._records = lister.submit(pending, BucketDeleter(place))
+            shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
         self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
         self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade=False)
@@ -104,7 +111,7 @@ class BucketStore(Store):
         try:
             with store.guard.held():
                 store._keep_id_at_first_look = keep_store_id and not readonly
-                store._changes.recover(readonly)
+                store._changes.recover(readonly, store._records.result)
                 if isinstance(store._watcher, BucketWatcher):
                     store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
                 if not first_look_behind:

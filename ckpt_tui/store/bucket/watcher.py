@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ckpt_tui.store.blobs.objects import STOPPED, ObjectStorage, reason
 from ckpt_tui.store.bucket.identity import listed_id
-from ckpt_tui.store.bucket.shared import SharedMetaDB
+from ckpt_tui.store.bucket.shared import ListedDocs, SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
 from ckpt_tui.store.bucket.tree import ListedTree, list_tree
 from ckpt_tui.store.discover import Known, Reading, discover
@@ -89,8 +89,10 @@ class BucketWatcher(Watcher):
             self._unread_whole(f"cannot be listed: {why(exc)}")
             return  # what was known stays, listed as incomplete
         self.objects_listed = tree.object_count
-        if isinstance(self._ledger.meta, SharedMetaDB):
-            self._ledger.meta.listed(listed_id(self.storage, tree.first_object()))
+        meta = self._ledger.meta
+        if isinstance(meta, SharedMetaDB):
+            documents = ListedDocs.in_listing(meta.bucket.place, tree.stat)
+            meta.listed(listed_id(self.storage, tree.first_object()), documents)
         fingerprint = tree.fingerprint()
         if fingerprint == self._seen and not self._must_read_again():
             self._walk = Reading()  # listed whole: the store is as it was
