@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from ckpt_tui.locations import parse_location
+from ckpt_tui.store import Store
 from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.timekeeping.clock import FixedClock
@@ -44,7 +45,7 @@ def opened(location: str, endpoint: str, clock: FixedClock) -> BucketStore:
     return BucketStore.open_bucket(ObjectStorage.open(parsed), clock, settle_seconds=0)
 
 
-def public(store: BucketStore) -> list[str]:
+def public(store: Store) -> list[str]:
     checkpoints, _ = store.list_checkpoints(0, 1000)
     return sorted(c.tinker_path for c in checkpoints if c.public)
 
@@ -96,3 +97,26 @@ def test_a_look_reads_the_metadata_only_when_the_listing_shows_another_version(
             store.rescan()
             assert meta_reads(faults) == reads + 1
             assert public(store) == sorted(c.tinker_path for c in first)
+
+
+def listings(faults: S3Faults) -> list[str]:
+    """The query of each ListObjectsV2 request, leaving out the delete records' listing."""
+    return [query for query in _queries(faults) if "ckpt-tui%2Fdeletes" not in query]
+
+
+def test_a_bucket_the_last_look_found_small_is_listed_in_one_request(
+    trainer_bucket: str, s3: S3Server, clock: FixedClock
+) -> None:
+    """What the last look listed is kept on this machine (the read cache): under one page of
+    objects, the next open lists the prefix flat in one request, and lists the same."""
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as endpoint:
+        with opened(trainer_bucket, endpoint, clock) as first:
+            before, _ = first.list_checkpoints(0, 1000)
+        assert len(listings(faults)) > 1  # nothing kept yet: the levels first
+        faults.requests.clear()
+        with opened(trainer_bucket, endpoint, clock) as again:
+            after, _ = again.list_checkpoints(0, 1000)
+    [flat] = listings(faults)
+    assert "delimiter" not in flat and "prefix=p%2F" in flat
+    assert after == before and len(after) == 2

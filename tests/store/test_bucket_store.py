@@ -178,10 +178,13 @@ def test_a_listing_that_fails_later_keeps_what_was_known(
 def test_a_level_of_more_than_a_thousand_objects_is_listed_whole(
     clock: FixedClock, s3: S3Server, s3_bucket: str
 ) -> None:
+    """Side by side, and flat (what a look does when the last one listed under a page of
+    objects: the bucket may have grown since)."""
     for i in range(1010):  # more than one ListObjectsV2 page
         s3.put(s3_bucket, f"p/run/model-{i:04d}.pt.tmp", b"")
     with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
         assert store.list_checkpoints(0, 0)[1] == 1010
+        assert len(list(store.storage.list_all(expected=0))) == 1010
 
 
 def test_a_look_that_finds_every_object_as_it_was_reads_no_file_again(

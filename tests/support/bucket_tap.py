@@ -48,12 +48,12 @@ class TappedBucket(ObjectStorage):
         self.reads.extend((key, start, len(data)) for (key, start), data in found.items())
         return found
 
-    def list_all(self) -> Iterator[tuple[str, Entry]]:
+    def list_all(self, expected: int | None = None) -> Iterator[tuple[str, Entry]]:
         if self.listing_gate is not None:
             self.listing_gate.wait()
         if self.failing_listing:
             raise StorageReadError("the server answered 503 Slow Down (GET)")
-        return super().list_all()
+        return super().list_all(expected)
 
     def bytes_read(self, key: str) -> int:
         return sum(n for read_key, _, n in self.reads if read_key == key)

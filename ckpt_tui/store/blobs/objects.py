@@ -40,6 +40,8 @@ answering empty pages that each name a next one is not listed forever. Longer th
 retries one request (180 s), so a slow page says its own error first."""
 LISTS_IN_FLIGHT = 16
 """Prefixes listed at once (`list_all`)."""
+ONE_PAGE = 1000
+"""Objects a listing request asks for (S3's most): a prefix of fewer is listed in one."""
 SPREAD_LEVELS = 2
 """How deep `list_all` looks for prefixes to list side by side (while fewer than
 LISTS_IN_FLIGHT are found): `team/` then `team/runs/`, `team/trainer/`, then their children."""
@@ -155,12 +157,20 @@ class ObjectStorage:
         """The obstore store: the write side's conditional writes and prefix listings."""
         return self._store
 
-    def list_all(self) -> Iterator[tuple[str, Entry]]:
+    def list_all(self, expected: int | None = None) -> Iterator[tuple[str, Entry]]:
         """(key, file) for every object under the root; StorageReadError when a request
         fails (the caller must not take the part as the whole). Listed side by side
-        (`list_side_by_side`), not as one long sequence of pages."""
+        (`list_side_by_side`), not as one long sequence of pages; or flat, when `expected`
+        (what the last look listed) fits one page: one request, where the levels found
+        first to list side by side cost two requests one after the other."""
         try:
-            listed = _run(self._list_side_by_side())
+            if expected is not None and expected < ONE_PAGE:
+                whole = listed_under(
+                    self._store, self._root or None, MAX_LISTED, lambda: self.stopped
+                )
+                listed = _run(whole)
+            else:
+                listed = _run(self._list_side_by_side())
         except FileNotFoundError as exc:  # no such bucket: not an empty one
             raise StorageReadError(f"not found: {reason(exc)}") from None
         except StorageReadError:
@@ -301,7 +311,7 @@ async def listed_under(
     `most`, when `LIST_WAIT_SECONDS` pass without the next objects, or when `stopped()`
     before a next page is asked for (STOPPED); the cloud's errors as they are raised."""
     found: list[ObjectMeta] = []
-    stream = obstore.list(store, prefix, chunk_size=1000)
+    stream = obstore.list(store, prefix, chunk_size=ONE_PAGE)
     while True:
         if stopped():
             raise StorageReadError(STOPPED)

@@ -65,6 +65,8 @@ class CacheFile(msgspec.Struct, frozen=True):
     scope: str
     reads: list[CachedRead]
     found: list[CachedFinding] = []
+    listed: int | None = None
+    """How many objects the look that saved it listed (a file saved before: unknown)."""
 
 
 Wanted = Mapping[str, tuple[str, int, int]]
@@ -101,25 +103,39 @@ class ReadCache:
                 hits[read.key] = read.data
         return hits
 
+    @property
+    def listed_before(self) -> int | None:
+        """How many objects the look that saved the file listed; None when unknown. Only
+        how to list the bucket next goes by it (`ObjectStorage.list_all`), never what."""
+        kept = self._file
+        return None if kept is None else kept.listed
+
     def findings(self) -> dict[str, Finding]:
         """path -> (key, finding) as the last save kept them; nothing when the file is
         missing, damaged or not ours."""
         kept = self._file
         return {} if kept is None else {f.path: (f.key, f.finding) for f in kept.found}
 
-    def save(self, wanted: Wanted, data: Mapping[str, bytes], found: Mapping[str, Finding]) -> None:
+    def save(
+        self,
+        wanted: Wanted,
+        data: Mapping[str, bytes],
+        found: Mapping[str, Finding],
+        listed: int | None = None,
+    ) -> None:
         """Keep `data` (key -> bytes) for the objects of `wanted` that have an ETag (only
-        what was listed now: entries of objects gone are dropped), and the walk's findings
-        `found` (those it used now). Failures are ignored."""
+        what was listed now: entries of objects gone are dropped), the walk's findings
+        `found` (those it used now) and how many objects were `listed`. Failures are
+        ignored."""
         reads = [
             CachedRead(key, want[0], want[1], data[key])
             for key, want in wanted.items()
             if want[0] and key in data and len(data[key]) == want[2]
         ]
         findings = [CachedFinding(path, key, finding) for path, (key, finding) in found.items()]
-        raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads, findings))
+        raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads, findings, listed))
         if len(raw) > MAX_CACHE_BYTES:  # the reads save more requests than the findings
-            raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads))
+            raw = msgspec.msgpack.encode(CacheFile(CACHE_VERSION, self.scope, reads, [], listed))
         if len(raw) > MAX_CACHE_BYTES:
             return
         try:

@@ -154,10 +154,11 @@ class ListedTree:
 
     def keep(self, known: Known | None) -> None:
         """Save in the local cache what this look read ahead and what its walk found
-        (`known.used`), when either is new (a read, a finding learned or one dropped).
-        None: no walk to go by (it was stopped or failed): the reads, with the findings
-        the cache kept. Findings are kept only while every object has an ETag: without
-        one, a file rewritten at the same size within the same second looks unchanged."""
+        (`known.used`), when either is new (a read, a finding learned or one dropped), or
+        how many objects it listed is. None: no walk to go by (it was stopped or failed):
+        the reads, with the findings the cache kept. Findings are kept only while every
+        object has an ETag: without one, a file rewritten at the same size within the same
+        second looks unchanged."""
         if self._cache is None:
             return
         if known is None:
@@ -166,10 +167,11 @@ class ListedTree:
         else:
             dropped = len(known.used) != len(known.before)  # used: of before, or learned
             found, new = known.used, bool(self._fresh or known.learned or dropped)
-        if new:
+        if new or self._cache.listed_before != len(self._files):
             data = {key: data for (key, _), data in self._ahead.items()}
             tagged = all(entry.tag for entry in self._files.values())
-            self._cache.save(self._wanted, data, found if tagged else {})
+            found = found if tagged else {}
+            self._cache.save(self._wanted, data, found, len(self._files))
 
     def delete_batch(self, paths: Sequence[str]) -> dict[str, str | None]:
         return self._bucket.delete_batch(paths)
@@ -183,10 +185,11 @@ def join(root: str, *names: str) -> str:
 def list_tree(bucket: ObjectStorage) -> ListedTree:
     """Every object under `bucket`'s root, listed now; StorageReadError when a page fails or
     there are more than MAX_LISTED."""
+    scope = bucket.cache_scope
+    cache = ReadCache(scope) if scope is not None else None
     objects = []
-    for item in bucket.list_all():
+    for item in bucket.list_all(cache.listed_before if cache is not None else None):
         objects.append(item)
         if len(objects) > MAX_LISTED:
             raise StorageReadError(f"more than {MAX_LISTED:,} objects under {bucket.url}")
-    scope = bucket.cache_scope
-    return ListedTree(bucket, objects, ReadCache(scope) if scope is not None else None)
+    return ListedTree(bucket, objects, cache)
