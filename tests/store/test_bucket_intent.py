@@ -179,3 +179,22 @@ def test_a_hostile_record_is_a_problem_of_the_store_that_opens_the_bucket(
         "tinker://team/weights/checkpoint-20",
     ]
     assert everything(s3, s3_bucket) == sorted([*RUN, *TINKER])
+
+
+def test_an_open_that_finishes_a_delete_lists_what_it_left(s3: S3Server, s3_bucket: str) -> None:
+    """The open lists the prefix while it looks for delete records: a listing made before
+    the delete it then finishes is not the first look's (it would show the checkpoint)."""
+    seeded(s3, s3_bucket)
+    keys = [key for key in RUN if "checkpoint-20/" in key]
+    planted(s3, s3_bucket, DeleteIntent("team/checkpoint-20", *ROWS[1], keys, FOREVER_US))
+    location = parse_location(f"s3://{s3_bucket}/store")
+    assert location is not None
+    store = BucketStore.open_bucket(ObjectStorage.open(location), LATER, settle_seconds=0)
+    with store:
+        assert [outcome.done for outcome in store._changes.recovery.finished] == [True]
+        checkpoints, _ = store.list_checkpoints(0, 100)
+        assert store.problems().complete
+    assert sorted(c.tinker_path for c in checkpoints) == [
+        "tinker://abc/weights/step-1",
+        "tinker://team/weights/checkpoint-10",
+    ]

@@ -1,6 +1,7 @@
 """The requests a bucket store waits for one after another: its open reads the store's two
-documents and looks for interrupted deletes side by side, and a look reads the shared
-metadata again only when its listing shows another version of it (real S3 server, moto)."""
+documents, looks for interrupted deletes and lists the prefix side by side; a look reads the
+shared metadata again only when its listing shows another version of it; a prefix the last
+look found small is listed in one request (real S3 server, moto)."""
 
 from __future__ import annotations
 
@@ -50,11 +51,11 @@ def public(store: Store) -> list[str]:
     return sorted(c.tinker_path for c in checkpoints if c.public)
 
 
-async def test_the_open_looks_for_interrupted_deletes_while_it_reads_the_store_id(
+async def test_the_open_lists_the_prefix_and_the_delete_records_while_it_reads_the_store_id(
     trainer_bucket: str, s3: S3Server, clock: FixedClock
 ) -> None:
-    """The store id's answer is held: the delete records are listed all the same (one round
-    trip of every open, not two), and the open then ends as before."""
+    """The store id's answer is held: the delete records and the prefix are listed all the
+    same (one round trip of every open, not three), and the open then ends as before."""
     faults = S3Faults(s3.endpoint)
     faults.hold_answers = gate = threading.Event()
     faults.hold_answers_to = store_id_read
@@ -62,7 +63,7 @@ async def test_the_open_looks_for_interrupted_deletes_while_it_reads_the_store_i
         opening = asyncio.create_task(asyncio.to_thread(opened, trainer_bucket, endpoint, clock))
         try:
             await until(faults.answer_held.is_set)
-            await until(lambda: deletes_listed(faults))
+            await until(lambda: deletes_listed(faults) and bool(listings(faults)))
         finally:
             gate.set()
         with await asyncio.wait_for(opening, HANG_GUARD) as store:

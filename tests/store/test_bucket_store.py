@@ -182,9 +182,10 @@ def test_a_level_of_more_than_a_thousand_objects_is_listed_whole(
     objects: the bucket may have grown since)."""
     for i in range(1010):  # more than one ListObjectsV2 page
         s3.put(s3_bucket, f"p/run/model-{i:04d}.pt.tmp", b"")
-    with open_bucket(f"s3://{s3_bucket}/p", clock) as store:
+    bucket = open_bucket(f"s3://{s3_bucket}/p", clock)
+    with bucket as store:
         assert store.list_checkpoints(0, 0)[1] == 1010
-        assert len(list(store.storage.list_all(expected=0))) == 1010
+        assert len(list(bucket.storage.list_all(expected=0))) == 1010
 
 
 def test_a_look_that_finds_every_object_as_it_was_reads_no_file_again(

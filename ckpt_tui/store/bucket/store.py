@@ -31,6 +31,7 @@ from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.bucket.recovery import pending
 from ckpt_tui.store.bucket.shared import SharedMetaDB
+from ckpt_tui.store.bucket.tree import ListingAhead
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError, checkpoint_not_found
@@ -69,13 +70,15 @@ class BucketStore(Store):
         layout = Layout(NO_FOLDER)
         self._layout = layout
         place = BucketPlace(storage.object_store, storage.root, storage.url)
+        # The prefix is listed, and interrupted deletes are looked for, while BucketMeta
+        # reads the store's two documents: one round trip of every open, not three.
+        ahead = ListingAhead(storage)
         with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes") as lister:
-            # Interrupted deletes are looked for while BucketMeta reads the store's two
-            # documents: one round trip of every open, not two.
             self._records = lister.submit(pending, BucketDeleter(place))
             shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
         self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
+        self._watcher.listing_ahead = ahead
         self._writer = Writer(layout, self._ledger, self._watcher, readonly, unmade=False)
         self._deleter = Deleter(layout, self._ledger, self._watcher)
         self._changes = BucketChanges(storage, shared, self._ledger, clock, settle_seconds)
@@ -114,6 +117,8 @@ class BucketStore(Store):
                 store._changes.recover(readonly, store._records.result)
                 if isinstance(store._watcher, BucketWatcher):
                     store._watcher.unfinished_deletes = store._changes.unfinished(storage.root)
+                    if store._changes.recovery.finished:  # deleted objects it may list
+                        store._watcher.listing_ahead = None
                 if not first_look_behind:
                     store._first_look()
         except BaseException:

@@ -21,7 +21,7 @@ from ckpt_tui.store.blobs.objects import STOPPED, ObjectStorage, reason
 from ckpt_tui.store.bucket.identity import listed_id
 from ckpt_tui.store.bucket.shared import ListedDocs, SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
-from ckpt_tui.store.bucket.tree import ListedTree, list_tree
+from ckpt_tui.store.bucket.tree import ListedTree, ListingAhead, list_tree
 from ckpt_tui.store.discover import Known, Reading, discover
 from ckpt_tui.store.files import reading_from
 from ckpt_tui.store.guard import Guard
@@ -58,6 +58,8 @@ class BucketWatcher(Watcher):
         self.unfinished_deletes: dict[str, str] = {}
         """Deletes a crash interrupted that the open did not finish (where -> why): problems
         that make the lists incomplete, since what such a checkpoint still holds is partial."""
+        self.listing_ahead: ListingAhead | None = None
+        """A listing begun before the first look, which takes it (`BucketStore.open_bucket`)."""
         self._seen: str | None = None
         """The fingerprint of the objects last read: a listing that finds them all as they
         were reads no file again (unless something was unread or still being written)."""
@@ -83,8 +85,9 @@ class BucketWatcher(Watcher):
 
     def scan_all(self) -> None:
         """Read the whole prefix and bring the ledger in line (under the store's lock)."""
+        ahead, self.listing_ahead = self.listing_ahead, None
         try:
-            tree = list_tree(self.storage)
+            tree = ahead.take() if ahead is not None else list_tree(self.storage)
         except OSError as exc:
             self._unread_whole(f"cannot be listed: {why(exc)}")
             return  # what was known stays, listed as incomplete
