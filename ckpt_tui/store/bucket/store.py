@@ -73,9 +73,13 @@ class BucketStore(Store):
         # The prefix is listed, and interrupted deletes are looked for, while BucketMeta
         # reads the store's two documents: one round trip of every open, not three.
         ahead = ListingAhead(storage)
-        with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes") as lister:
-            self._records = lister.submit(pending, BucketDeleter(place))
-            shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+        try:
+            with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes") as lister:
+                self._records = lister.submit(pending, BucketDeleter(place))
+                shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+        except BaseException:
+            storage.stop()  # no store: the listing ahead ends at its next request
+            raise
         self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
         self._watcher.listing_ahead = ahead
@@ -123,6 +127,7 @@ class BucketStore(Store):
                     store._first_look()
         except BaseException:
             store.close()
+            store.storage.stop()  # a listing ahead not taken ends at its next request
             raise
         if first_look_behind:
             store._look_behind()
