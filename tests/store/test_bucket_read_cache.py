@@ -363,3 +363,13 @@ def test_a_prefix_whose_listing_is_refused_fails_the_whole_listing(
         with BucketStore.open_bucket(storage, clock, settle_seconds=0) as store:
             problems = store.problems()
         assert not problems.complete and "403" in problems.lines[0]
+
+
+@pytest.mark.parametrize(("kept", "read"), [(12, 12), (None, None), (-1, None), (2**62, None)])
+def test_the_count_a_look_listed_is_kept_and_a_count_out_of_bounds_is_none(
+    tmp_path: Path, kept: int | None, read: int | None
+) -> None:
+    """The count only decides how the next look lists (flat under a page, else side by
+    side): a file that says anything else is taken as saying nothing."""
+    ReadCache("scope", tmp_path).save({}, {}, {}, kept)
+    assert ReadCache("scope", tmp_path).listed_before == read

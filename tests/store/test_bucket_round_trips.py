@@ -121,3 +121,18 @@ def test_a_bucket_the_last_look_found_small_is_listed_in_one_request(
     [flat] = listings(faults)
     assert "delimiter" not in flat and "prefix=p%2F" in flat
     assert after == before and len(after) == 2
+
+
+def test_metadata_another_writer_makes_first_is_read_and_shown(
+    trainer_bucket: str, s3: S3Server, clock: FixedClock
+) -> None:
+    """The bucket holds no metadata document when the store opens (its version: none); a
+    look whose listing then shows one reads it."""
+    faults = S3Faults(s3.endpoint)
+    with run_server(faults) as endpoint, opened(trainer_bucket, endpoint, clock) as store:
+        checkpoints, _ = store.list_checkpoints(0, 1000)
+        assert public(store) == [] and meta_reads(faults) == 1
+        with opened(trainer_bucket, endpoint, clock) as other:
+            other.set_public(checkpoints[0].run_id, checkpoints[0].checkpoint_id, True)
+        store.rescan()
+        assert public(store) == [checkpoints[0].tinker_path]

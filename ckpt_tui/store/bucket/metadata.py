@@ -138,7 +138,7 @@ class BucketMeta:
         """Read the latest metadata (another writer's changes)."""
         read = read_doc(self.place, self.place.meta_key(META_DOC), MetaDoc)
         self.doc = read.doc or MetaDoc()
-        self.version = NO_DOC if read.doc is None else read.e_tag
+        self.version = NO_DOC if read.doc is None else (read.e_tag or None)
 
     def is_version(self, listed: str | None) -> bool:
         """Whether `doc` is the version a listing found (`listed`: its ETag, `NO_DOC` when

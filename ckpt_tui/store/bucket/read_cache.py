@@ -32,6 +32,7 @@ from pathlib import Path
 import msgspec
 
 from ckpt_tui import regular_files
+from ckpt_tui.store.blobs.objects import MAX_LISTED
 from ckpt_tui.store.discover.known import Finding
 
 CACHE_VERSION = 2
@@ -108,7 +109,9 @@ class ReadCache:
         """How many objects the look that saved the file listed; None when unknown. Only
         how to list the bucket next goes by it (`ObjectStorage.list_all`), never what."""
         kept = self._file
-        return None if kept is None else kept.listed
+        if kept is None or kept.listed is None or not 0 <= kept.listed <= MAX_LISTED:
+            return None  # unknown, or not a count (the file is hostile input)
+        return kept.listed
 
     def findings(self) -> dict[str, Finding]:
         """path -> (key, finding) as the last save kept them; nothing when the file is

@@ -73,13 +73,15 @@ class BucketStore(Store):
         # The prefix is listed, and interrupted deletes are looked for, while BucketMeta
         # reads the store's two documents: one round trip of every open, not three.
         ahead = ListingAhead(storage)
+        lister = ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes")
         try:
-            with ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes") as lister:
-                self._records = lister.submit(pending, BucketDeleter(place))
-                shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
+            self._records = lister.submit(pending, BucketDeleter(place))
+            shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
         except BaseException:
             storage.stop()  # no store: the listing ahead ends at its next request
             raise
+        finally:
+            lister.shutdown(wait=False)  # a failed open says why at once
         self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
         self._watcher.listing_ahead = ahead

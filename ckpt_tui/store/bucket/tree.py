@@ -208,13 +208,17 @@ class ListingAhead:
         return self._listed.result()
 
 
-def list_tree(bucket: ObjectStorage) -> ListedTree:
+def list_tree(bucket: ObjectStorage, listed_before: int | None = None) -> ListedTree:
     """Every object under `bucket`'s root, listed now; StorageReadError when a page fails or
-    there are more than MAX_LISTED."""
+    there are more than MAX_LISTED. `listed_before`: how many objects this process's last
+    look listed (how to list, `ObjectStorage.list_all`); None (a first look): the count
+    the local cache kept, read now (a later look reads the cache file only to walk)."""
     scope = bucket.cache_scope
     cache = ReadCache(scope) if scope is not None else None
+    if listed_before is None and cache is not None:
+        listed_before = cache.listed_before
     objects = []
-    for item in bucket.list_all(cache.listed_before if cache is not None else None):
+    for item in bucket.list_all(listed_before):
         objects.append(item)
         if len(objects) > MAX_LISTED:
             raise StorageReadError(f"more than {MAX_LISTED:,} objects under {bucket.url}")

@@ -87,7 +87,10 @@ class BucketWatcher(Watcher):
         """Read the whole prefix and bring the ledger in line (under the store's lock)."""
         ahead, self.listing_ahead = self.listing_ahead, None
         try:
-            tree = ahead.take() if ahead is not None else list_tree(self.storage)
+            if ahead is not None:
+                tree = ahead.take()
+            else:
+                tree = list_tree(self.storage, self.objects_listed if self._seen else None)
         except OSError as exc:
             self._unread_whole(f"cannot be listed: {why(exc)}")
             return  # what was known stays, listed as incomplete
