@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
 from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket.ahead import begun
 from ckpt_tui.store.bucket.changes import BucketChanges
 from ckpt_tui.store.bucket.deleting import BucketDeleter
 from ckpt_tui.store.bucket.identity import bucket_id
@@ -31,7 +32,7 @@ from ckpt_tui.store.bucket.metadata import BucketMeta
 from ckpt_tui.store.bucket.place import BucketPlace
 from ckpt_tui.store.bucket.recovery import pending
 from ckpt_tui.store.bucket.shared import SharedMetaDB
-from ckpt_tui.store.bucket.tree import ListingAhead
+from ckpt_tui.store.bucket.tree import list_tree
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError, checkpoint_not_found
@@ -72,16 +73,13 @@ class BucketStore(Store):
         place = BucketPlace(storage.object_store, storage.root, storage.url)
         # The prefix is listed, and interrupted deletes are looked for, while BucketMeta
         # reads the store's two documents: one round trip of every open, not three.
-        ahead = ListingAhead(storage)
-        lister = ThreadPoolExecutor(1, thread_name_prefix="ckpt-tui-deletes")
+        ahead = begun(partial(list_tree, storage), "ckpt-tui-listing")
+        self._records = begun(partial(pending, BucketDeleter(place)), "ckpt-tui-deletes")
         try:
-            self._records = lister.submit(pending, BucketDeleter(place))
             shared = BucketMeta(place, readonly, to_us(clock.now()), bucket_id(storage))
         except BaseException:
             storage.stop()  # no store: the listing ahead ends at its next request
             raise
-        finally:
-            lister.shutdown(wait=False)  # a failed open says why at once
         self._ledger = Ledger(SharedMetaDB(shared, bucket_id(storage)), clock)
         self._watcher = BucketWatcher(storage, layout, self._ledger, self.guard, settle_seconds)
         self._watcher.listing_ahead = ahead

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future
 
 from ckpt_tui.store.blobs.base import Entry, StorageReadError
 from ckpt_tui.store.blobs.objects import MAX_LISTED, ObjectStorage, key_of
@@ -182,30 +180,6 @@ class ListedTree:
 def join(root: str, *names: str) -> str:
     """A path under a storage root ("" for a bucket's top)."""
     return os.path.join(root, *names) if root else "/".join(names)
-
-
-class ListingAhead:
-    """`list_tree(bucket)` begun now in a thread of its own, for a look that comes later
-    and takes it (`take`) as its own listing: an open lists the prefix while it reads the
-    store's documents. A store closed meanwhile stops it (`ObjectStorage.stop`)."""
-
-    def __init__(self, bucket: ObjectStorage) -> None:
-        self._listed: Future[ListedTree] = Future()
-        self._listed.set_running_or_notify_cancel()
-        thread = threading.Thread(
-            target=self._list, args=(bucket,), name="ckpt-tui-listing", daemon=True
-        )
-        thread.start()
-
-    def _list(self, bucket: ObjectStorage) -> None:
-        try:
-            self._listed.set_result(list_tree(bucket))
-        except BaseException as exc:  # the look that takes it raises it, as its own
-            self._listed.set_exception(exc)
-
-    def take(self) -> ListedTree:
-        """The listing, once made; what it raised (StorageReadError...) when it failed."""
-        return self._listed.result()
 
 
 def list_tree(bucket: ObjectStorage, listed_before: int | None = None) -> ListedTree:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from concurrent.futures import Future
 from pathlib import Path
 
 from ckpt_tui.store.blobs.objects import STOPPED, ObjectStorage, reason
 from ckpt_tui.store.bucket.identity import listed_id
 from ckpt_tui.store.bucket.shared import ListedDocs, SharedMetaDB
 from ckpt_tui.store.bucket.tinker import scan_tinker_runs
-from ckpt_tui.store.bucket.tree import ListedTree, ListingAhead, list_tree
+from ckpt_tui.store.bucket.tree import ListedTree, list_tree
 from ckpt_tui.store.discover import Known, Reading, discover
 from ckpt_tui.store.files import reading_from
 from ckpt_tui.store.guard import Guard
@@ -58,8 +59,9 @@ class BucketWatcher(Watcher):
         self.unfinished_deletes: dict[str, str] = {}
         """Deletes a crash interrupted that the open did not finish (where -> why): problems
         that make the lists incomplete, since what such a checkpoint still holds is partial."""
-        self.listing_ahead: ListingAhead | None = None
-        """A listing begun before the first look, which takes it (`BucketStore.open_bucket`)."""
+        self.listing_ahead: Future[ListedTree] | None = None
+        """`list_tree` begun before the first look, which takes it as its own listing (its
+        failure as its own): `BucketStore`'s open."""
         self._seen: str | None = None
         """The fingerprint of the objects last read: a listing that finds them all as they
         were reads no file again (unless something was unread or still being written)."""
@@ -88,7 +90,7 @@ class BucketWatcher(Watcher):
         ahead, self.listing_ahead = self.listing_ahead, None
         try:
             if ahead is not None:
-                tree = ahead.take()
+                tree = ahead.result()
             else:
                 tree = list_tree(self.storage, self.objects_listed if self._seen else None)
         except OSError as exc:
