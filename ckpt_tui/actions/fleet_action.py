@@ -101,7 +101,7 @@ class FleetAction:
         text = summary_text(self.kind, ok, self.count, not_tried)
         if ok + not_tried < self.count and len(self.parts) > 1:
             where = [
-                f"{name}: {len(p.failed) - p.not_tried}"
+                f"{name}: {len(p.failed) - p.not_tried:,}"
                 for name, p in self.parts.items()
                 if len(p.failed) > p.not_tried
             ]

@@ -104,7 +104,8 @@ class CkptApp(App[None]):
         if running is None:
             self.exit()
         elif not isinstance(self.screen, QuitDialog):
-            self.push_screen(QuitDialog(running, self.describe_backend()), self.quit_chosen)
+            dialog = QuitDialog(self.running_action, self.describe_backend())
+            self.push_screen(dialog, self.quit_chosen)
 
     async def action_interrupt(self) -> None:
         """ctrl+c: in a text box, copy its selected text and never quit (a user typing a

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from ckpt_tui.actions.session_log import LogEntry, LogItem, SessionLog
 from ckpt_tui.tui.screens.delete_dialog import freed_text, needs_typed_word, warnings
-from ckpt_tui.tui.screens.publish_dialog import question
+from ckpt_tui.tui.screens.publish_dialog import question, title
 from tests.support.dialogs import NOW, GiB, ckpt, flagged, many_rows, rows_of
 
 
@@ -43,6 +43,15 @@ def test_publish_question_counts_both_sides() -> None:
     expected = "3 of these are public and 5 are private: publish the 5, or unpublish the 3?"
     assert question(3, 5) == expected
     assert question(1, 1).startswith("1 of these is public and 1 is private")
+
+
+def test_counts_in_the_dialogs_have_thousands_separators_as_the_status_line_does() -> None:
+    assert title(2000, 0) == "Publish 2,000 checkpoints?"
+    assert title(0, 1) == "Unpublish 1 checkpoint?"
+    assert question(1500, 2500).startswith("1,500 of these are public and 2,500 are private")
+    rows = many_rows(1200)
+    hidden = warnings(rows, hidden_count=1100)[-1]
+    assert hidden == "⚠ 1,100 of these are hidden by the current filter"
 
 
 def test_session_log_keeps_entries_in_order() -> None:

@@ -189,3 +189,12 @@ async def test_one_backend_is_named_with_its_place_on_one_line_at_80_columns() -
         line = screen_line(app, "on box (")
     shown = re.search(r"on box \(local store (\S+)\)", line)
     assert shown is not None and shows_path(shown[1], LONG_STORE)
+
+
+async def test_a_big_set_is_counted_with_thousands_separators() -> None:
+    app = delete_app(many_rows(2000))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Delete 2,000 checkpoints?" in text
+        assert re.search(r"and 1,9\d\d more", text)

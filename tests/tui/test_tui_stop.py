@@ -11,7 +11,8 @@ import pytest
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
-from ckpt_tui.tui.screens.quit_dialog import StopDialog
+from ckpt_tui.tui.app import CkptApp
+from ckpt_tui.tui.screens.quit_dialog import QuitDialog, StopDialog
 from tests.support.faulty_app import FaultyApp
 from tests.support.live_server import run_server
 from tests.support.seed import seed_store
@@ -73,3 +74,58 @@ async def test_a_stopped_delete_reports_done_and_not_tried_and_R_carries_on(
                 assert faulty.count("DELETE") == COUNT  # none sent twice
         finally:
             gate.set()
+
+
+SECOND = 40
+"""Deletes answered once the first gate opens; the rest wait for the second."""
+
+
+def dialog_line(app: CkptApp) -> str:
+    """The stop or quit dialog's line that says how far the action is (the other line that
+    does is the status line, which starts with the view's name)."""
+    lines = screen_text(app).splitlines()
+    shown = [line for line in lines if "Deleting" in line and "All checkpoints" not in line]
+    assert len(shown) == 1, shown
+    return shown[0]
+
+
+@pytest.mark.parametrize("key", ["escape", "q"])
+async def test_the_stop_and_quit_dialogs_follow_the_progress_without_the_stop_hint(
+    store: Store, clock: FixedClock, tmp_path: Path, key: str
+) -> None:
+    """What runs goes on while the dialog asks: it shows the progress as it is now, never
+    "esc stops" (in the dialog esc keeps it running). Once the action ends, the stop dialog
+    closes (nothing is left to stop) and the quit dialog says so."""
+    seed_store(store, runs=1, per_run=COUNT)
+    faulty = FaultyApp(create_app(store, sweep_interval=None))
+    first = faulty.hold(method="DELETE", after=FIRST)
+    second = faulty.hold(method="DELETE", after=SECOND)
+    with run_server(faulty) as url:
+        app = make_app(url, tmp_path, clock)
+        try:
+            async with app.run_test(size=(120, 36)) as pilot:
+                await settle(pilot)
+                await pilot.press("2", "ctrl+a", "d", *"delete", "enter")
+                await until(lambda: f"Deleting {FIRST} of {COUNT}" in screen_text(app), pilot.pause)
+                await pilot.press(key)
+                await pilot.pause()
+                dialog = StopDialog if key == "escape" else QuitDialog
+                assert type(app.screen) is dialog
+                assert f"Deleting {FIRST} of {COUNT}" in dialog_line(app)
+                first.set()  # the deletes sent so far are answered while the dialog asks
+                await until(lambda: f"Deleting {SECOND} of" in dialog_line(app), pilot.pause)
+                assert "esc stops" not in dialog_line(app)
+                second.set()  # the action ends
+                await until(lambda: not stored(store), pilot.pause)
+                if key == "escape":
+                    await until(lambda: not isinstance(app.screen, StopDialog), pilot.pause)
+                    assert app.is_running
+                else:
+                    await until(lambda: QuitDialog.ENDED in screen_text(app), pilot.pause)
+                    assert type(app.screen) is QuitDialog
+                    await pilot.press("enter")  # "Keep running" is still what enter does
+                    await pilot.pause()
+                    assert app.is_running and not isinstance(app.screen, QuitDialog)
+        finally:
+            first.set()
+            second.set()

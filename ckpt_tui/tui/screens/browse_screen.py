@@ -562,11 +562,13 @@ class BrowseScreen(FeedScreen, inherit_bindings=False):
         return True
 
     def running_text(self) -> str | None:
-        """What runs now, as its progress says it ("Deleting 12 of 40 · …"), or None."""
-        running = self.changes.running or self.downloads.running
-        if running is None:
-            return None
-        return self.bulk_progress or getattr(running, "label", "") or "an action"
+        """What runs now, as its progress says it without the stop hint ("Deleting 12 of
+        40 · …"), or None."""
+        if self.changes.running is not None:
+            return self.changes.progress or self.changes.running.label or "an action"
+        if self.downloads.running is not None:
+            return self.downloads.line or "a download"
+        return None
 
     def other_work(self) -> str | None:
         """For `Changes`: a download runs (changes wait for it)."""

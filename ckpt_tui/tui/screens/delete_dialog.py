@@ -27,7 +27,7 @@ from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.sizes import format_size, format_total, total
 from ckpt_tui.timekeeping.ttl import format_created
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS, more_line
-from ckpt_tui.words import plural
+from ckpt_tui.words import count_of, plural
 
 DeleteChoice = Literal["cancel", "delete", "expire"]
 
@@ -57,20 +57,20 @@ def warnings(rows: Sequence[CheckpointRow], hidden_count: int) -> list[str]:
     lines = []
     if finals:
         verb = plural(finals, "is a final checkpoint", "are final checkpoints")
-        lines.append(f"⚠ {finals} {verb}: the end result of a run")
+        lines.append(f"⚠ {finals:,} {verb}: the end result of a run")
     bests = sum(row.best for row in rows)
     if bests:
         verb = plural(bests, "is the best checkpoint", "are best checkpoints")
-        lines.append(f"⚠ {bests} {verb} of its run, as the trainer judged it")
+        lines.append(f"⚠ {bests:,} {verb} of its run, as the trainer judged it")
     if resumes:
         verb = plural(resumes, "is a resume point", "are resume points")
-        lines.append(f"⚠ {resumes} {verb}: training resumes from it")
+        lines.append(f"⚠ {resumes:,} {verb}: training resumes from it")
     if publics:
         verb = plural(publics, "is public", "are public")
-        lines.append(f"⚠ {publics} {verb}: others may be using it")
+        lines.append(f"⚠ {publics:,} {verb}: others may be using it")
     if hidden_count:
         verb = plural(hidden_count, "is", "are")
-        lines.append(f"⚠ {hidden_count} of these {verb} hidden by the current filter")
+        lines.append(f"⚠ {hidden_count:,} of these {verb} hidden by the current filter")
     return lines
 
 
@@ -83,7 +83,7 @@ def freed_text(rows: Sequence[CheckpointRow]) -> Text:
     else:
         text.append(format_total(sizes), style="bold")
     if sizes.unknown_count and not sizes.is_all_unknown:
-        text.append(f" ({sizes.unknown_count} {plural(sizes.unknown_count, 'size', 'sizes')}")
+        text.append(f" ({count_of(sizes.unknown_count, 'size')}")
         text.append(" unknown)")
     text.append(". This cannot be undone.")
     return text
@@ -150,7 +150,7 @@ class DeleteDialog(ModalScreen[DeleteChoice]):
     def compose(self) -> ComposeResult:
         count = len(self.rows)
         with Vertical(id="delete-box", classes="dialog-box -error"):
-            title = f"Delete {count} {plural(count, 'checkpoint', 'checkpoints')}?"
+            title = f"Delete {count_of(count, 'checkpoint')}?"
             yield Static(Text(title), id="delete-title", classes="dialog-title")
             yield Static(Text(self.where), id="delete-backend", classes="dialog-backend")
             yield Static("", id="delete-rows")

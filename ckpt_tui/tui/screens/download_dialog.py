@@ -139,7 +139,7 @@ class DownloadDialog(ModalScreen[DownloadPlan | None]):
         self.query_one("#download-refused").display = bool(lines)
         go = self.query_one("#download-go", Button)
         go.disabled = not self.ready
-        go.label = f"Download {len(self.ready)}" if self.ready else "Nothing to download"
+        go.label = f"Download {len(self.ready):,}" if self.ready else "Nothing to download"
         self.show_targets()
 
     @on(Input.Changed, "#download-into")

@@ -22,7 +22,7 @@ from textual.widgets import Button, Static
 from ckpt_tui.catalog import CheckpointRow
 from ckpt_tui.tui.screens.delete_dialog import rows_table
 from ckpt_tui.tui.screens.ttl_dialog import PREVIEW_ROWS
-from ckpt_tui.words import plural
+from ckpt_tui.words import count_of
 
 PublishChoice = Literal["publish", "unpublish"]
 PUBLISH_FIXED_LINES = 9
@@ -34,8 +34,8 @@ def question(public_count: int, private_count: int) -> str:
     public_verb = "is" if public_count == 1 else "are"
     private_verb = "is" if private_count == 1 else "are"
     return (
-        f"{public_count} of these {public_verb} public and {private_count} {private_verb} "
-        f"private: publish the {private_count}, or unpublish the {public_count}?"
+        f"{public_count:,} of these {public_verb} public and {private_count:,} {private_verb} "
+        f"private: publish the {private_count:,}, or unpublish the {public_count:,}?"
     )
 
 
@@ -45,7 +45,7 @@ def title(private: int, public: int) -> str:
         return question(public, private)
     count = private or public
     verb = "Publish" if private else "Unpublish"
-    return f"{verb} {count} {plural(count, 'checkpoint', 'checkpoints')}?"
+    return f"{verb} {count_of(count, 'checkpoint')}?"
 
 
 class PublishDialog(ModalScreen[PublishChoice | None]):
@@ -99,9 +99,9 @@ class PublishDialog(ModalScreen[PublishChoice | None]):
             with Horizontal(id="publish-buttons", classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 if self.private:
-                    yield Button(f"Publish {len(self.private)}", variant="warning", id="publish")
+                    yield Button(f"Publish {len(self.private):,}", variant="warning", id="publish")
                 if self.public:
-                    yield Button(f"Unpublish {len(self.public)}", id="unpublish")
+                    yield Button(f"Unpublish {len(self.public):,}", id="unpublish")
             yield Static(Text(self.hint()), id="publish-hint", classes="dialog-hint")
 
     def hint(self) -> str:

@@ -1,9 +1,14 @@
 """Quit, or stop, while an action runs? Each says what is still running and what the choice
 means; "Keep running" (the choice that changes nothing) is focused, so a stray enter keeps
-everything as it is."""
+everything as it is.
+
+What runs is read again while the dialog is open, so its progress is the status line's,
+not the one of the moment the key was pressed; it is shown without the status line's "esc
+stops", since in the dialog esc keeps the action running."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,6 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+FOLLOW_SECONDS = 0.25
+"""How often the dialog reads the progress again (the status line's own pace)."""
+Running = Callable[[], str | None]
+"""What runs now, as its progress says it without the stop hint ("Deleting 12 of 40 · …"),
+or None once nothing runs."""
 
 
 class QuitDialog(ModalScreen[bool]):
@@ -27,10 +38,11 @@ class QuitDialog(ModalScreen[bool]):
     ]
     QUESTION = "Quit while an action is running?"
     CONFIRM = "Quit now"
+    ENDED = "It has ended: nothing runs now, and quitting stops nothing."
 
     def __init__(
         self,
-        running: str,
+        running: Running,
         backend: str,
         consequence: str = (
             "Quitting now stops it: the checkpoints not reached yet stay as they are."
@@ -40,19 +52,43 @@ class QuitDialog(ModalScreen[bool]):
         self.running = running
         self.backend = backend
         self.consequence = consequence
+        self.shown: str | None = running()
+        """The progress the dialog shows now (None: the action has ended)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box", classes="dialog-box -warning"):
             yield Static(Text(self.QUESTION), id="quit-title", classes="dialog-title")
-            text = Text(f"Still running on {self.backend}:\n")
-            text.append(self.running, style="bold")
-            text.append(f"\n{self.consequence}")
-            yield Static(text, id="quit-running")
+            yield Static(self.said(), id="quit-running")
             with Horizontal(id="quit-buttons", classes="dialog-buttons"):
                 yield Button("Keep running", id="quit-cancel")
                 yield Button(self.CONFIRM, variant="warning", id="quit-confirm")
             hint = f"y: {self.CONFIRM.lower()} · n or esc: keep running"
             yield Static(Text(hint), id="quit-hint", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.set_interval(FOLLOW_SECONDS, self.follow)
+
+    def said(self) -> Text:
+        """What runs, where, and what the choice means (plain text: progress names no markup)."""
+        if self.shown is None:
+            return Text(self.ENDED)
+        text = Text(f"Still running on {self.backend}:\n")
+        text.append(self.shown, style="bold")
+        text.append(f"\n{self.consequence}")
+        return text
+
+    def follow(self) -> None:
+        """Show the progress as it is now; once the action has ended, say so."""
+        now = self.running()
+        if now == self.shown:
+            return
+        self.shown = now
+        self.query_one("#quit-running", Static).update(self.said())
+        if now is None:
+            self.ended()
+
+    def ended(self) -> None:
+        """The action ended while the dialog was open: quitting is still the user's call."""
 
     def action_choose(self, confirmed: bool) -> None:
         self.dismiss(confirmed)
@@ -64,7 +100,12 @@ class QuitDialog(ModalScreen[bool]):
 
 class StopDialog(QuitDialog):
     """esc or ctrl+c while an action runs: True to stop it, False to keep it running (the
-    default). `consequence` says what stopping keeps and how to carry on."""
+    default). `consequence` says what stopping keeps and how to carry on. Once the action
+    has ended there is nothing to stop: the dialog closes (as "Keep running"), and the
+    action's own notice says how it went."""
 
     QUESTION = "Stop the running action?"
     CONFIRM = "Stop"
+
+    def ended(self) -> None:
+        self.dismiss(False)

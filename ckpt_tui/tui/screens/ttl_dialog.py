@@ -113,7 +113,7 @@ def new_expiry_text(row: CheckpointRow, plan: TtlPlan | None) -> Text:
 
 def more_line(shown: int, count: int) -> Text | None:
     """'and 4 more' under a list cut at `shown` of `count` items."""
-    return Text(f"and {count - shown} more", style="dim") if count > shown else None
+    return Text(f"and {count - shown:,} more", style="dim") if count > shown else None
 
 
 def preview_table(

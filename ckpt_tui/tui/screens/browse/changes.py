@@ -104,7 +104,8 @@ class Changes:
         self.stop: Stop | None = None
         """The running action's stop: esc or ctrl+c asks, then sets it."""
         self.progress = ""
-        """The running action's progress last sent to the screen (the stop dialog shows it)."""
+        """The running action's progress last shown, without the stop hint (the stop and
+        quit dialogs show it)."""
 
     @property
     def services(self) -> Services:
@@ -250,7 +251,7 @@ class Changes:
             self.host.notify("Nothing to change: they are all in that state already.")
             return
         self.running, self.stop = action, Stop()
-        self.show(f"{action.progress_text(0)} · {STOP_HINT}")
+        self.show(action.progress_text(0))
         # The worker belongs to the screen (a worker needs a Textual node); its results come
         # back as messages.
         self.host.run_worker(self.run_bulk(), group="bulk", description="apply an action")
@@ -259,19 +260,21 @@ class Changes:
         """esc or ctrl+c while an action runs: stop it? ("Keep running" is focused)."""
         if self.running is None or self.stop is None or self.stop.requested:
             return
-        running, where = self.progress, self.services.describe_backend()
-        self.host.app.push_screen(StopDialog(running, where, BULK_STOP), self.stop_chosen)
+        dialog = StopDialog(self.host.running_text, self.services.describe_backend(), BULK_STOP)
+        self.host.app.push_screen(dialog, self.stop_chosen)
 
-    def show(self, progress: str) -> None:
-        """The status line says `progress` ("" when the action is over), once it changed."""
+    def show(self, progress: str, stoppable: bool = True) -> None:
+        """The status line says `progress` ("" when the action is over), once it changed,
+        followed by how to stop it while it can still be stopped."""
         if progress != self.progress:
             self.progress = progress
-            self.host.post_message(ProgressChanged(progress))
+            line = f"{progress} · {STOP_HINT}" if progress and stoppable else progress
+            self.host.post_message(ProgressChanged(line))
 
     def stop_chosen(self, stop: bool | None) -> None:
         if stop and self.running is not None and self.stop is not None:
             self.stop.request()
-            self.show("Stopping: waiting for the changes already sent…")
+            self.show("Stopping: waiting for the changes already sent…", stoppable=False)
 
     async def run_bulk(self) -> None:
         """Apply the running action while the user keeps browsing; the view follows results.
@@ -298,7 +301,7 @@ class Changes:
                 last_patch = time.monotonic()
             meter.update(done)
             if stop is None or not stop.requested:
-                self.show(f"{action.progress_text(done, meter)} · {STOP_HINT}")
+                self.show(action.progress_text(done, meter))
 
         try:
             await action.run(self.services.client, on_progress, stop)

@@ -135,9 +135,11 @@ class Downloads:
         # The worker belongs to the screen (a worker needs a Textual node).
         self.host.run_worker(self.run(), group="download", description="download checkpoints")
 
-    def show(self, line: str, files: str = "") -> None:
+    def show(self, line: str, files: str = "", status: str | None = None) -> None:
+        """The stop and quit dialogs say `line` ("" when done), the status line `status`
+        (the same, with how to stop it), else `line`."""
         self.line = line
-        self.host.post_message(ProgressChanged(line, files))
+        self.host.post_message(ProgressChanged(line if status is None else status, files))
 
     def ask_stop(self) -> None:
         """esc or ctrl+c while downloading: stop? ("Keep running" is focused)."""
@@ -145,7 +147,7 @@ class Downloads:
         if job is None or job.stop_asked:
             return
         where = self.host.services.describe_backend()
-        dialog = StopDialog(self.line, where, DOWNLOAD_STOP)
+        dialog = StopDialog(self.host.running_text, where, DOWNLOAD_STOP)
         self.host.app.push_screen(dialog, lambda stop: self.stop() if stop else None)
 
     def stop(self) -> None:
@@ -218,4 +220,5 @@ class Downloads:
             return  # finished: its lines are cleared
         self.shown_at = time.monotonic()
         files = "\n".join(self.view.file_lines(FILE_LINES))
-        self.show(f"{self.title} (esc stops): {self.whole.line()}", files)
+        whole = self.whole.line()
+        self.show(f"{self.title}: {whole}", files, f"{self.title} (esc stops): {whole}")

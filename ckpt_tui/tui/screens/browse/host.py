@@ -49,6 +49,10 @@ class ScreenHost(Protocol):
 
     def post_message(self, message: Message) -> bool: ...
 
+    def running_text(self) -> str | None:
+        """What runs now, as its progress says it without the stop hint, or None."""
+        ...
+
     def run_worker(
         self, work: Coroutine[Any, Any, None], *, group: str, description: str
     ) -> object: ...
