@@ -12,8 +12,8 @@ replay a call the server refused as invalid_token. Prints one line per step and 
 any step failed.
 
 With `--bucket`, the seeded store is copied to a bucket on a test S3 server (moto) and
-served as `serve s3://…` serves it (a `BucketStore`); the download step is left out there
-(downloads from a bucket are not served).
+served as `serve s3://…` serves it (a `BucketStore`); the download step then fetches the
+bucket's objects through the server's signed URLs.
 """
 
 from __future__ import annotations
@@ -84,26 +84,27 @@ def p0_expires(store: Store) -> bool:
     return store.get_checkpoint("run-000", "weights/0000").expires_at is not None
 
 
-def downloaded(store: Store, out: str) -> bool:
-    """The official CLI wrote every file of EXTERNAL, byte for byte, and nothing else."""
-    source = store.checkpoint_dir("run-002", "external_weights/final")
-    target = download_dir(store) / "run-002_external_weights_final"
+def downloaded(root: Path) -> Check:
+    """The official CLI wrote every file of EXTERNAL (as seeded in the folder store at
+    `root`, whichever store serves it), byte for byte, and nothing else."""
+    source = root / "runs" / "run-002" / "external_weights" / "final"
+    target = download_dir(root) / "run-002_external_weights_final"
 
-    def files(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    def files(top: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(top)): p.read_bytes() for p in top.rglob("*") if p.is_file()}
 
-    return target.is_dir() and files(target) == files(source)
+    return lambda _store, _out: target.is_dir() and files(target) == files(source)
 
 
-def download_dir(store: Store) -> Path:
-    return store.root.parent / "downloaded"
+def download_dir(root: Path) -> Path:
+    return root.parent / "downloaded"
 
 
 def says(*words: str) -> Check:
     return lambda store, out: all(word in out for word in words)
 
 
-def cli_steps(store: Store) -> list[Step]:
+def cli_steps(store: Store, root: Path) -> list[Step]:
     """The CLI commands to try, each with what must hold afterwards."""
     times = {c.checkpoint_id: c.time for c in store.list_run_checkpoints("run-001")}
     after, before = format_time(times["weights/0000"]), format_time(times["weights/0003"])
@@ -118,7 +119,7 @@ def cli_steps(store: Store) -> list[Step]:
         # false`; SDK 0.38.0's RestClient retries every 409 for 300 s whatever the headers
         # (see the spec), so the 409 and its header are checked over HTTP (CONFLICT_SCRIPT).
         Step("unpublish", [*ck, "unpublish", P0], lambda s, out: not p0_public(s)),
-        Step("download", [*ck, "download", EXTERNAL, "-o", "{download}"], downloaded),
+        Step("download", [*ck, "download", EXTERNAL, "-o", "{download}"], downloaded(root)),
         Step("ttl", [*ck, "set-ttl", P0, "--ttl", "7200"], lambda s, out: p0_expires(s)),
         Step("no ttl", [*ck, "set-ttl", P0, "--remove"], lambda s, out: not p0_expires(s)),
         Step("delete paths", [*ck, "delete", *paths, "-y"],
@@ -246,12 +247,13 @@ def seeded(root: Path) -> Store:
     return store
 
 
-def tinker_steps(venv: Path, store: Store, jwt: bool) -> list[tuple[list[str], Step]]:
-    """(argv, step) for every CLI command and SDK script of one server mode."""
-    where = {"{download}": str(download_dir(store))}
+def tinker_steps(venv: Path, store: Store, root: Path, jwt: bool) -> list[tuple[list[str], Step]]:
+    """(argv, step) for every CLI command and SDK script of one server mode (`root`: the
+    folder store seeded, which a bucket store is a copy of)."""
+    where = {"{download}": str(download_dir(root))}
     commands = [
         ([str(venv / "bin" / "tinker"), *(where.get(a, a) for a in s.argv)], s)
-        for s in cli_steps(store)
+        for s in cli_steps(store, root)
     ]
     python = str(venv / "bin" / "python")
     scripts = [
@@ -325,9 +327,7 @@ def run_mode(
         app = build_app(store, auth)
         with run_server(app) as url:
             env = client_env(Path(tmp), url, auth.credential_cmd)
-            commands = tinker_steps(venv, store, auth.jwt_lifetime is not None)
-            if bucket:
-                commands = [(argv, step) for argv, step in commands if step.what != "download"]
+            commands = tinker_steps(venv, store, root, auth.jwt_lifetime is not None)
             for argv, step in commands:
                 started = time.monotonic()
                 limit = 120.0 if step.within is None else step.within + 1

@@ -18,6 +18,7 @@ from ckpt_tui.client.download import DOWNLOAD_FAILURES, Progress, Result, downlo
 from ckpt_tui.client.download.wording import ProgressView, folder_name
 from ckpt_tui.sizes.size import format_bytes
 from ckpt_tui.timekeeping.clock import clock_from_environ
+from ckpt_tui.words import count_of
 
 DESCRIPTION = """\
 Download each checkpoint's files (TINKER_PATH: tinker://RUN/SEGMENT/NAME) through the signed
@@ -133,7 +134,7 @@ def _summary(result: Result) -> str:
         else f", {format_bytes(result.fetched_bytes)} fetched this run"
     )
     return (
-        f"downloaded {result.tinker_path} to {result.folder}: {result.files} files, "
+        f"downloaded {result.tinker_path} to {result.folder}: {count_of(result.files, 'file')}, "
         f"{format_bytes(result.bytes)}{again}"
     )
 

@@ -162,8 +162,10 @@ def api_error(
     subject: str,
     credential: str | None,
     retry_after: float | None = None,
+    reading: bool = False,
 ) -> ApiError:
-    """The typed error for an error status, with a message that names what went wrong."""
+    """The typed error for an error status, with a message that names what went wrong
+    (`reading`: the request changes nothing, so a 409 is no refused change)."""
     if status == 401:
         refused = AuthError(status, detail, _auth_message(detail, url, credential))
         refused.key_sent = credential is not None
@@ -181,7 +183,12 @@ def api_error(
         400: (BadRequestError, f"{subject} was refused as bad input: {detail}"),
         403: (ForbiddenError, f"{subject} is not allowed: {detail}"),
         404: (NotFoundError, f"{subject} was not found at {url}: {detail}"),
-        409: (ConflictError, f"{subject} cannot be changed: {detail}"),
+        409: (
+            ConflictError,
+            f"{subject} could not be read: {detail}"
+            if reading
+            else f"{subject} cannot be changed: {detail}",
+        ),
     }
     cls, message = kinds.get(status, (ApiError, f"{subject} failed (HTTP {status}): {detail}"))
     return cls(status, detail, message)

@@ -224,6 +224,7 @@ def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Fa
         subject=call.subject,
         credential=target.credential(),
         retry_after=retry_after,
+        reading=call.method in ("GET", "HEAD"),
     )
     retryable = _should_retry(response)
     return _Failure(error, retryable, maybe_performed=status >= 500, retry_after=retry_after)

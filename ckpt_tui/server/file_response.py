@@ -1,30 +1,27 @@
 """Serving one already-opened file: `Range` (one range), `HEAD`, `Content-Length`, `ETag`.
 
-The file is opened once, without following links (ckpt_tui.store.export), and read from that
-descriptor, so what is served is what was checked. Several ranges in one request get the
-whole file (RFC 9110 allows it); an `If-Range` that names another version gets it too.
+The file is opened once (`ServedFile`): a folder's without following links, read from that
+descriptor, so what is served is what was checked; a bucket's object by ranged reads that
+hold to the version first seen (ckpt_tui.store.bucket.files). Several ranges in one request
+get the whole file (RFC 9110 allows it); an `If-Range` that names another version gets it too.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+import logging
 from collections.abc import AsyncIterator
-from typing import BinaryIO
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from ckpt_tui.server.error_responses import error_response
+from ckpt_tui.store.errors import StoreError
+from ckpt_tui.store.export import ServedFile
+
+logger = logging.getLogger("ckpt_tui.server")
 
 CHUNK_BYTES = 1024 * 1024
-
-
-def etag_of(info: os.stat_result) -> str:
-    """A strong ETag that changes when the file is replaced or rewritten."""
-    identity = f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
-    return '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
 
 
 class UnsatisfiableRange(ValueError):
@@ -57,10 +54,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     return first, min(last, size - 1)
 
 
-def file_answer(request: Request, handle: BinaryIO) -> Response:
+def file_answer(request: Request, handle: ServedFile) -> Response:
     """The answer to GET or HEAD for `handle`'s file; the answer owns (closes) the handle."""
-    info = os.fstat(handle.fileno())
-    size, etag = info.st_size, etag_of(info)
+    size, etag = handle.size, handle.etag
     headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "no-store"}
     if_range = request.headers.get("if-range")
     try:
@@ -86,16 +82,16 @@ def file_answer(request: Request, handle: BinaryIO) -> Response:
     return StreamingResponse(body, status, headers, media_type="application/octet-stream")
 
 
-async def _chunks(handle: BinaryIO, start: int, end: int) -> AsyncIterator[bytes]:
+async def _chunks(handle: ServedFile, start: int, end: int) -> AsyncIterator[bytes]:
     """The bytes [start, end) of the file, a chunk at a time, read off the event loop."""
-    fd = handle.fileno()
+    pieces = handle.chunks(start, end, CHUNK_BYTES)
     try:
-        offset = start
-        while offset < end:
-            chunk = await run_in_threadpool(os.pread, fd, min(CHUNK_BYTES, end - offset), offset)
-            if not chunk:
-                return  # shrunk while served: the short body fails the client's length check
-            offset += len(chunk)
+        while (chunk := await run_in_threadpool(next, pieces, None)) is not None:
             yield chunk
+    except (OSError, StoreError) as exc:
+        # It can no longer be sent as it was (a bucket's object replaced meanwhile): the body
+        # ends short, which the client's length check sees, as with a file that shrank.
+        logger.warning("stopped sending a file: %s", exc)
     finally:
+        pieces.close()
         handle.close()

@@ -3,15 +3,20 @@
 A checkpoint's folder is walked and its files opened one directory descriptor at a time with
 O_NOFOLLOW, so a link planted anywhere inside it (or a folder swapped for one between the
 listing and the read) is never followed out of the store. Bounded: at most MAX_FILES files,
-MAX_DEPTH folders deep.
+MAX_DEPTH folders deep. A checkpoint that is one file (a `torch.save` file) is that one file,
+under its own name.
+
+What the server sends of a file is a `ServedFile`: its size, a strong ETag and its bytes, from
+a descriptor here (`OpenedFile`) or from a bucket's object (`ckpt_tui.store.bucket.files`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Generator, Iterator
+from typing import BinaryIO, Protocol
 
 import msgspec
 
@@ -32,10 +37,57 @@ class CheckpointFile(msgspec.Struct, frozen=True, gc=False):
     size: int
 
 
+class ServedFile(Protocol):
+    """One file of a checkpoint, opened for sending: what `Content-Length`, `ETag` and the
+    body of an answer are made of. The one who opened it closes it."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def etag(self) -> str:
+        """A strong ETag (quoted) that changes when the file is replaced or rewritten."""
+        ...
+
+    def chunks(self, start: int, end: int, chunk_bytes: int) -> Generator[bytes, None, None]:
+        """The bytes [start, end), at most `chunk_bytes` at a time (each `next` may block:
+        call it off the event loop). Fewer when the file shrank meanwhile, or an error
+        (OSError, StoreError) when it can no longer be read as it was."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class OpenedFile:
+    """A `ServedFile` read from a descriptor (opened by `open_file`, without following links)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+        info = os.fstat(handle.fileno())
+        self.size = info.st_size
+        identity = f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+        self.etag = '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
+
+    def chunks(self, start: int, end: int, chunk_bytes: int) -> Generator[bytes, None, None]:
+        fd, offset = self._handle.fileno(), start
+        while offset < end:
+            chunk = os.pread(fd, min(chunk_bytes, end - offset), offset)
+            if not chunk:
+                return  # shrunk while served: the short body fails the client's length check
+            offset += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._handle.close()
+
+
 def list_files(folder: str) -> list[CheckpointFile]:
-    """Every regular file under `folder` (links and files still being written left out)."""
+    """Every regular file under `folder` (links and files still being written left out);
+    for a checkpoint that is one file, that file."""
     try:
         top = os.open(folder, _DIR_FLAGS)
+    except NotADirectoryError:
+        return [_single(folder)]
     except OSError as exc:
         raise StoreError(f"cannot read checkpoint folder {folder}: {exc.strerror}") from exc
     try:
@@ -66,15 +118,33 @@ def _walk(dir_fd: int, prefix: str, depth: int) -> Iterator[CheckpointFile]:
                 os.close(child)
 
 
+def _single(path: str) -> CheckpointFile:
+    """The checkpoint that is the one file at `path`, under its own name."""
+    folder, name = os.path.split(path)
+    try:
+        handle = open_file(folder, name)
+    except NotFoundError as exc:
+        raise StoreError(f"cannot read checkpoint file {path}: {exc}") from exc
+    with handle:
+        return CheckpointFile(name, os.fstat(handle.fileno()).st_size)
+
+
 def open_file(folder: str, name: str) -> BinaryIO:
-    """`name` (a path inside the checkpoint `folder`) opened for reading, no link followed.
+    """`name` (a path inside the checkpoint `folder`) opened for reading, no link followed;
+    for a checkpoint that is one file (`folder` is a file), `name` is that file's own name.
 
     NotFoundError when it is not one of the checkpoint's regular files.
     """
     parts = checked_file_parts(name)
     if len(parts) > MAX_DEPTH + 1:
         raise InvalidRequestError(f"file name {name!r} is deeper than {MAX_DEPTH} levels")
-    fd = os.open(folder, _DIR_FLAGS)
+    try:
+        fd = os.open(folder, _DIR_FLAGS)
+    except NotADirectoryError:
+        parent, own_name = os.path.split(folder)
+        if parts != [own_name]:
+            raise NotFoundError(f"no file {name!r} in this checkpoint") from None
+        return open_file(parent, own_name)
     try:
         for part in parts[:-1]:
             child = os.open(part, _DIR_FLAGS, dir_fd=fd)

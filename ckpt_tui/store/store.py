@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 from msgspec import Raw
 
@@ -34,7 +34,7 @@ from ckpt_tui.store.errors import (
     StoreError,
     checkpoint_not_found,
 )
-from ckpt_tui.store.export import CheckpointFile
+from ckpt_tui.store.export import CheckpointFile, OpenedFile, ServedFile
 from ckpt_tui.store.guard import Guard, locked
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
@@ -271,9 +271,9 @@ class Store:
         folder = self._readable_dir(run_id, checkpoint_id)
         return export.list_files(folder)
 
-    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> BinaryIO:
+    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> ServedFile:
         """One of a live checkpoint's files, opened for reading without following links."""
-        return export.open_file(self._readable_dir(run_id, checkpoint_id), name)
+        return OpenedFile(export.open_file(self._readable_dir(run_id, checkpoint_id), name))
 
     def _readable_dir(self, run_id: str, checkpoint_id: str) -> str:
         folder = self.checkpoint_dir(run_id, checkpoint_id)

@@ -22,6 +22,7 @@ from ckpt_tui.api_types import parse_time
 from ckpt_tui.cli import main
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
+from tests.support import layouts as L
 from tests.support.file_tap import FileTap
 from tests.support.live_server import run_server
 from tests.support.small_disk import fill, small_tmpfs
@@ -198,3 +199,16 @@ def test_one_progress_line_on_a_terminal(tap: FileTap, tmp_path: Path) -> None:
     assert " left · " in text and "/3 files" in text and "MiB" in text
     assert "\n" not in text  # redrawn in place: one line, cleared at the end
     assert b"downloaded" in stdout
+
+
+def test_a_checkpoint_that_is_one_file_downloads_as_that_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_environment: None
+) -> None:
+    """A `torch.save` file in a training box's folder is a checkpoint of one file."""
+    box = tmp_path / "box"
+    saved = L.full_torch_checkpoint(box / "loose/model.pt")
+    out = tmp_path / "out"
+    local = ["--local", str(box), "--no-tinker", "-o", str(out)]
+    assert main(["download", "tinker://loose/weights/model.pt", *local]) == 0
+    assert held(out / "loose_weights_model.pt") == {"model.pt": saved.read_bytes()}
+    assert "1 file," in capsys.readouterr().out

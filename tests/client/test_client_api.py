@@ -15,6 +15,7 @@ from ckpt_tui.client import (
     Endpoint,
     NotFoundError,
 )
+from ckpt_tui.client.errors import api_error
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.seed import BASE_MODEL, path_of, seed_store
@@ -131,3 +132,13 @@ def test_a_local_backend_without_a_transport_is_refused(tmp_path: Path) -> None:
     """The client never opens a store itself: the command line hands it a transport."""
     with pytest.raises(ValueError, match="needs a transport"):
         CheckpointClient(Endpoint.local(tmp_path))
+
+
+def test_a_409_to_a_read_is_no_refused_change() -> None:
+    """A server that answers 409 to a GET (the folder cannot be read as a checkpoint's)
+    refused no change: the message says what could not be read."""
+    url, subject = "http://box:8080", "download URLs of tinker://run/weights/x"
+    read = api_error(409, "not a folder", url=url, subject=subject, credential=None, reading=True)
+    assert read.message == f"{subject} could not be read: not a folder"
+    change = api_error(409, "it is public", url=url, subject="checkpoint p", credential=None)
+    assert change.message == "checkpoint p cannot be changed: it is public"

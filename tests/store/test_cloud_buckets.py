@@ -77,6 +77,25 @@ def test_a_tinker_and_a_trainer_layout_list_with_the_objects_sizes(
     assert len(on_disk) == 4 and "tinker://tinker-run/weights/0001" in on_disk
 
 
+def test_a_checkpoint_s_files_are_listed_and_read_for_a_download(
+    tmp_path: Path, clock: FixedClock, cloud: Emulator
+) -> None:
+    """What `serve` signs and sends of a checkpoint (ckpt_tui.store.bucket.files): its
+    objects by name and size, each read by ranged GETs held to the version listed."""
+    root = tinker_and_trainer(tmp_path / "box", clock)
+    bucket = cloud.make_bucket()
+    cloud.upload(bucket, "team/ckpts", root, skip=(".ckpt-tui",))
+    folder = root / "trainer/checkpoint-200"
+    with opened(f"{cloud.scheme}://{bucket}/team/ckpts", clock) as store:
+        files = store.checkpoint_files("trainer", "weights/checkpoint-200")
+        assert {f.name: f.size for f in files} == {
+            p.name: p.stat().st_size for p in folder.iterdir()
+        }
+        served = store.open_checkpoint_file("trainer", "weights/checkpoint-200", "config.json")
+        got = b"".join(served.chunks(0, served.size, 100))
+    assert got == (folder / "config.json").read_bytes()
+
+
 def test_the_location_s_endpoint_reaches_the_emulator(
     cloud: Emulator, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

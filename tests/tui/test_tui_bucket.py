@@ -23,6 +23,7 @@ from tests.support.tui import (
     settle,
     shown,
 )
+from tests.support.waiting import until
 
 BOTH = {"team-bucket", "gpu-box"}
 
@@ -100,3 +101,37 @@ async def test_one_bucket_at_two_endpoints_is_shown_once(
     assert error is not None and "are one store" in error and "direct" in error
     assert "proxied" in error
     assert not any("/.ckpt-tui/" in key for key in keys)
+
+
+async def test_D_downloads_a_checkpoint_from_a_bucket(
+    tmp_path: Path,
+    clock: FixedClock,
+    s3: S3Server,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Keys as a person types them: the checkpoint's row, D, the folder typed, enter; its
+    objects arrive as the training box wrote them."""
+    monkeypatch.chdir(tmp_path)
+    L.hf_trainer_output(tmp_path / "synced/qwen-sft", steps=(100,), best=100)
+    s3.upload(s3_bucket, "cluster", tmp_path / "synced")
+    bucket = Endpoint.bucket(f"s3://{s3_bucket}/cluster")
+    app = app_on([connection(bucket, "team-bucket")], None, clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        assert [row.name for row in shown(app)] == ["checkpoint-100"]
+        await pilot.press("D")
+        await settle(pilot)
+        assert "→ ./qwen-sft_weights_checkpoint-100/" in screen_text(app)
+        await pilot.press("backspace", *"got", "enter")
+        await settle(pilot)
+        await until(
+            lambda: (tmp_path / "got/qwen-sft_weights_checkpoint-100").is_dir(), pilot.pause
+        )
+    wrote = tmp_path / "synced/qwen-sft/checkpoint-100"
+    got = tmp_path / "got/qwen-sft_weights_checkpoint-100"
+    assert {p.name: p.read_bytes() for p in got.iterdir()} == {
+        p.name: p.read_bytes() for p in wrote.iterdir()
+    }

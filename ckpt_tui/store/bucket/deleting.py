@@ -27,9 +27,8 @@ A delete killed half-way leaves its record: the next open finishes it or reports
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -38,7 +37,6 @@ from typing import TYPE_CHECKING
 
 import obstore
 from obstore.exceptions import BaseError
-from obstore.store import LocalStore
 
 from ckpt_tui.store.blobs.objects import every_object, reason
 from ckpt_tui.store.bucket.grouping import Want, by_folder, picked, split_listing
@@ -62,7 +60,7 @@ from ckpt_tui.store.bucket.outcome import (
     modified_us,
     object_us,
 )
-from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
+from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, local_root, refuse_links
 from ckpt_tui.store.bucket.recovery import recover
 from ckpt_tui.store.discover import loose
 from ckpt_tui.store.errors import (
@@ -246,12 +244,12 @@ class BucketDeleter:
         that raised or keys not deleted; the keys of each request sent)."""
         errors: dict[str, str] = {}
         sent: list[set[str]] = []
-        local_root = _local_root(self.place)
+        folder = local_root(self.place)
         for start in range(0, len(keys), self.batch_keys):
             batch = keys[start : start + self.batch_keys]
             sent.append(set(batch))
-            if local_root is not None:  # file://: through folder descriptors, no link followed
-                errors.update(unlink_below(local_root, batch))
+            if folder is not None:  # file://: through folder descriptors, no link followed
+                errors.update(unlink_below(folder, batch))
             else:
                 try:
                     obstore.delete(self.place.store, batch)
@@ -291,11 +289,11 @@ class BucketDeleter:
         """Remove a delete's record; on `file://` through folder descriptors, as the
         checkpoint's files (`local_delete`): a link in its way (`.ckpt-tui` swapped for one)
         is refused, never followed. OSError when it stays."""
-        local_root = _local_root(self.place)
-        if local_root is None:
+        folder = local_root(self.place)
+        if folder is None:
             obstore.delete(self.place.store, record)
             return
-        refused = unlink_below(local_root, [record])
+        refused = unlink_below(folder, [record])
         if refused:
             raise OSError(refused[record])
 
@@ -361,7 +359,7 @@ class BucketDeleter:
             raise StorageFailedError(
                 f"reading {key} in {self.place.name} failed ({reason(exc)})"
             ) from exc
-        _refuse_links(self.place, [key])
+        refuse_links(self.place, [key])
         return {key: object_us(found["last_modified"])}
 
     def listed_keys(self, prefix: str, most: int = MAX_INTENT_KEYS) -> dict[str, int]:
@@ -380,7 +378,7 @@ class BucketDeleter:
         for key in [key for key, meta in found.items() if self._is_marker(prefix, key, meta)]:
             del found[key]  # a folder, not an object of the checkpoint
         refuse_outside(found, prefix)
-        _refuse_links(self.place, found)
+        refuse_links(self.place, found)
         return found
 
     def _is_marker(self, prefix: str, key: str, meta: ObjectMeta) -> bool:
@@ -480,35 +478,6 @@ def _verified(
 def _said(outcomes: list[DeleteOutcome], problem: str) -> None:
     for outcome in outcomes:
         outcome.problem = problem
-
-
-def _local_root(place: BucketPlace) -> str | None:
-    """The folder of obstore's local store (`file://`); None for any other store."""
-    store = place.store
-    if not isinstance(store, LocalStore) or store.prefix is None:
-        return None
-    return str(store.prefix)
-
-
-def _refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
-    """StoreError if a key of obstore's local store (`file://`) is reached through a link:
-    its listing follows links, so a delete through one would remove files outside the store
-    (the folder store never follows a link). A link made after this check is not followed
-    either: the delete goes through folder descriptors (`local_delete`)."""
-    root = _local_root(place)
-    if root is None:
-        return
-    looked: set[str] = set()
-    for key in keys:
-        folder = key.rpartition("/")[0]
-        while folder and folder not in looked:
-            looked.add(folder)
-            if os.path.islink(os.path.join(root, folder)):
-                raise StoreError(
-                    f"{key} is reached through the link {folder} in {place.name}: links are "
-                    "never followed"
-                )
-            folder = folder.rpartition("/")[0]
 
 
 def _weights_first(key: str) -> tuple[bool, str]:

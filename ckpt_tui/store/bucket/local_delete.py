@@ -1,7 +1,7 @@
 """Deleting the files of a `file://` location (obstore's local store) without following links.
 
 obstore's local store deletes by path: a folder swapped for a link between the listing's check
-(`deleting._refuse_links`) and the delete is followed, and a file outside the store goes. Here
+(`place.refuse_links`) and the delete is followed, and a file outside the store goes. Here
 each folder is opened from the store's root down, one name at a time, without following a link
 (`O_NOFOLLOW`, as the folder store's trash does), and each file is removed relative to its
 folder's descriptor (`unlinkat`): a link met on the way is refused, never followed; a file that

@@ -7,11 +7,13 @@ has an empty, `.` or `..` part, or starts in `.ckpt-tui` is refused before any r
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from obstore.store import ObjectStore
+from obstore.store import LocalStore, ObjectStore
 
-from ckpt_tui.store.errors import InvalidRequestError
+from ckpt_tui.store.errors import InvalidRequestError, StoreError
 
 META_FOLDER = ".ckpt-tui"
 """The store's own documents, under the prefix (as `STORE/.ckpt-tui/` in a folder)."""
@@ -50,3 +52,33 @@ def climbs(path: str) -> bool:
     """Whether a `/`-separated path has an empty, `.` or `..` part (on a file system, one
     that may lead out of where it seems to be)."""
     return any(part in ("", ".", "..") for part in path.split("/"))
+
+
+def local_root(place: BucketPlace) -> str | None:
+    """The folder of obstore's local store (`file://`); None for any other store."""
+    store = place.store
+    if not isinstance(store, LocalStore) or store.prefix is None:
+        return None
+    return str(store.prefix)
+
+
+def refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
+    """StoreError if a key of obstore's local store (`file://`) is reached through a link:
+    its listing follows links, so a delete through one would remove files outside the store
+    (the folder store never follows a link). A link made after this check is not followed
+    either: a delete goes through folder descriptors (`local_delete`), a download's reads
+    through `ckpt_tui.store.export`."""
+    root = local_root(place)
+    if root is None:
+        return
+    looked: set[str] = set()
+    for key in keys:
+        folder = key.rpartition("/")[0]
+        while folder and folder not in looked:
+            looked.add(folder)
+            if os.path.islink(os.path.join(root, folder)):
+                raise StoreError(
+                    f"{key} is reached through the link {folder} in {place.name}: links are "
+                    "never followed"
+                )
+            folder = folder.rpartition("/")[0]

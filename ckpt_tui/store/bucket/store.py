@@ -21,11 +21,11 @@ import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
 
 from ckpt_tui.store.blobs.objects import ObjectStorage
+from ckpt_tui.store.bucket import files
 from ckpt_tui.store.bucket.ahead import begun
-from ckpt_tui.store.bucket.changes import BucketChanges
+from ckpt_tui.store.bucket.changes import BucketChanges, checkpoint_name
 from ckpt_tui.store.bucket.deleting import BucketDeleter
 from ckpt_tui.store.bucket.identity import bucket_id
 from ckpt_tui.store.bucket.metadata import BucketMeta
@@ -36,7 +36,7 @@ from ckpt_tui.store.bucket.tree import list_tree
 from ckpt_tui.store.bucket.watcher import BucketWatcher
 from ckpt_tui.store.deleter import Deleter
 from ckpt_tui.store.errors import StoreError, checkpoint_not_found
-from ckpt_tui.store.export import CheckpointFile
+from ckpt_tui.store.export import CheckpointFile, ServedFile
 from ckpt_tui.store.guard import Guard
 from ckpt_tui.store.index import CheckpointEntry
 from ckpt_tui.store.layout import Layout
@@ -282,11 +282,20 @@ class BucketStore(Store):
         return watcher.objects_listed if isinstance(watcher, BucketWatcher) else 0
 
     def checkpoint_files(self, run_id: str, checkpoint_id: str) -> list[CheckpointFile]:
-        raise StoreError(
-            f"downloads from {self.url} are not served yet: copy the files with your cloud's "
-            "own tool (aws s3 cp, gcloud storage cp, azcopy)"
+        """A live checkpoint's files and their sizes (for signed downloads): its objects,
+        listed now (`files.py`)."""
+        return files.checkpoint_files(
+            self._changes.place, self._changes.deleter, self._key_of(run_id, checkpoint_id)
         )
 
-    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> BinaryIO:
-        self.checkpoint_files(run_id, checkpoint_id)
-        raise AssertionError("unreachable")
+    def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> ServedFile:
+        """One of a live checkpoint's files, read from the version seen now (`files.py`)."""
+        key = self._key_of(run_id, checkpoint_id)
+        return files.open_file(self._changes.place, self._changes.deleter, key, name)
+
+    def _key_of(self, run_id: str, checkpoint_id: str) -> str:
+        """The key of a live checkpoint's objects (its folder, or its one object)."""
+        with self.guard.held():
+            entry = self._watcher.live_entry(run_id, checkpoint_id)
+        place = self._changes.place
+        return place.key(checkpoint_name(place, entry.location))
