@@ -12,6 +12,7 @@ a descriptor here (`OpenedFile`) or from a bucket's object (`ckpt_tui.store.buck
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -28,6 +29,8 @@ MAX_FILES = 10_000
 MAX_DEPTH = 16
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""The store's own folder is opened as the user named it (a link there is theirs)."""
 
 
 class CheckpointFile(msgspec.Struct, frozen=True, gc=False):
@@ -81,22 +84,109 @@ class OpenedFile:
         self._handle.close()
 
 
-def list_files(folder: str) -> list[CheckpointFile]:
-    """Every regular file under `folder` (links and files still being written left out);
-    for a checkpoint that is one file, that file."""
+def list_files(root: str, rel: str) -> list[CheckpointFile]:
+    """Every regular file of the checkpoint at `rel` below the store's folder `root` (links
+    and files still being written left out); for a checkpoint that is one file, that file."""
+    top, single = _open_checkpoint(root, rel)
     try:
-        top = os.open(folder, _DIR_FLAGS)
-    except NotADirectoryError:
-        return [_single(folder)]
+        if single is not None:
+            with _open_regular(top, single, single) as handle:
+                return [CheckpointFile(single, os.fstat(handle.fileno()).st_size)]
+        return sorted(_walk(top, "", 0), key=lambda item: item.name)
+    except NotFoundError as exc:
+        raise StoreError(f"cannot read checkpoint file {root}/{rel}: {exc}") from exc
     except OSError as exc:
-        raise StoreError(f"cannot read checkpoint folder {folder}: {exc.strerror}") from exc
-    try:
-        found = sorted(_walk(top, "", 0), key=lambda item: item.name)
-    except OSError as exc:
-        raise StoreError(f"cannot read checkpoint folder {folder}: {exc.strerror}") from exc
+        raise StoreError(f"cannot read checkpoint folder {root}/{rel}: {exc.strerror}") from exc
     finally:
         os.close(top)
-    return found
+
+
+def open_file(root: str, rel: str, name: str) -> BinaryIO:
+    """`name` (a path inside the checkpoint at `rel` below the store's folder `root`) opened
+    for reading, no link followed; for a checkpoint that is one file, `name` is that file's
+    own name.
+
+    NotFoundError when it is not one of the checkpoint's regular files.
+    """
+    parts = checked_file_parts(name)
+    if len(parts) > MAX_DEPTH + 1:
+        raise InvalidRequestError(f"file name {name!r} is deeper than {MAX_DEPTH} levels")
+    fd, single = _open_checkpoint(root, rel)
+    try:
+        if single is not None and parts != [single]:
+            raise NotFoundError(f"no file {name!r} in this checkpoint")
+        for part in parts[:-1]:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError as exc:
+        os.close(fd)
+        raise NotFoundError(f"no file {name!r} in this checkpoint") from exc
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        return _open_regular(fd, parts[-1], name)
+    finally:
+        os.close(fd)
+
+
+def _open_checkpoint(root: str, rel: str) -> tuple[int, str | None]:
+    """A descriptor of the checkpoint's folder and None; or, for a checkpoint that is one
+    file, of the folder it is in and its name. Each part of `rel` below `root` (the store's
+    own folder, opened as it was named) is opened without following links, so a folder
+    swapped for a link anywhere on the way is refused, not followed. StoreError when the
+    way cannot be walked."""
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise StoreError(f"{rel!r} is not a checkpoint's path inside the store")
+    try:
+        fd = os.open(root, _ROOT_FLAGS)
+    except OSError as exc:
+        raise StoreError(f"cannot read the store's folder {root}: {exc.strerror}") from exc
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        try:
+            child = os.open(parts[-1], _DIR_FLAGS, dir_fd=fd)
+        except NotADirectoryError:
+            return fd, parts[-1]  # a checkpoint that is one file (or a link: refused on open)
+    except OSError as exc:
+        os.close(fd)
+        why = exc.strerror
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+            why = "a folder on the way is a symbolic link (never followed) or not a folder"
+        raise StoreError(f"cannot read checkpoint folder {root}/{rel}: {why}") from exc
+    os.close(fd)
+    return child, None
+
+
+def _open_regular(dir_fd: int, name: str, shown: str) -> BinaryIO:
+    """The regular file `name` in `dir_fd`, not a link and not still being written (its
+    temporary name); NotFoundError naming `shown` otherwise."""
+    try:
+        handle = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise NotFoundError(f"no file {shown!r} in this checkpoint") from exc
+    if not stat.S_ISREG(os.fstat(handle).st_mode) or strip_temp(name)[1]:
+        os.close(handle)
+        raise NotFoundError(f"no file {shown!r} in this checkpoint (not a finished regular file)")
+    return os.fdopen(handle, "rb")
+
+
+def servable_name(name: str, where: str) -> str:
+    """`name` (a file's path inside its checkpoint) if a download can be asked for it and
+    write it (`checked_file_parts`), else StoreError naming the file at `where`: a name
+    that cannot be served fails the whole listing, never leaves the file out unsaid."""
+    try:
+        parts = checked_file_parts(name)
+    except InvalidRequestError as exc:
+        raise StoreError(f"{where} cannot be downloaded: {exc}; copy it another way") from None
+    if len(parts) > MAX_DEPTH + 1:
+        raise StoreError(f"{where} cannot be downloaded: it is deeper than {MAX_DEPTH} folders")
+    return name
 
 
 def _walk(dir_fd: int, prefix: str, depth: int) -> Iterator[CheckpointFile]:
@@ -109,53 +199,10 @@ def _walk(dir_fd: int, prefix: str, depth: int) -> Iterator[CheckpointFile]:
             count += 1
             if count > MAX_FILES:
                 raise StoreError(f"checkpoint folder holds more than {MAX_FILES} files")
-            yield CheckpointFile(prefix + name, info.st_size)
+            yield CheckpointFile(servable_name(prefix + name, prefix + name), info.st_size)
         elif stat.S_ISDIR(info.st_mode):
             child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
             try:
                 yield from _walk(child, f"{prefix}{name}/", depth + 1)
             finally:
                 os.close(child)
-
-
-def _single(path: str) -> CheckpointFile:
-    """The checkpoint that is the one file at `path`, under its own name."""
-    folder, name = os.path.split(path)
-    try:
-        handle = open_file(folder, name)
-    except NotFoundError as exc:
-        raise StoreError(f"cannot read checkpoint file {path}: {exc}") from exc
-    with handle:
-        return CheckpointFile(name, os.fstat(handle.fileno()).st_size)
-
-
-def open_file(folder: str, name: str) -> BinaryIO:
-    """`name` (a path inside the checkpoint `folder`) opened for reading, no link followed;
-    for a checkpoint that is one file (`folder` is a file), `name` is that file's own name.
-
-    NotFoundError when it is not one of the checkpoint's regular files.
-    """
-    parts = checked_file_parts(name)
-    if len(parts) > MAX_DEPTH + 1:
-        raise InvalidRequestError(f"file name {name!r} is deeper than {MAX_DEPTH} levels")
-    try:
-        fd = os.open(folder, _DIR_FLAGS)
-    except NotADirectoryError:
-        parent, own_name = os.path.split(folder)
-        if parts != [own_name]:
-            raise NotFoundError(f"no file {name!r} in this checkpoint") from None
-        return open_file(parent, own_name)
-    try:
-        for part in parts[:-1]:
-            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        handle = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
-    except OSError as exc:
-        raise NotFoundError(f"no file {name!r} in this checkpoint") from exc
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(os.fstat(handle).st_mode) or strip_temp(parts[-1])[1]:
-        os.close(handle)
-        raise NotFoundError(f"no file {name!r} in this checkpoint (not a finished regular file)")
-    return os.fdopen(handle, "rb")

@@ -268,17 +268,22 @@ class Store:
 
     def checkpoint_files(self, run_id: str, checkpoint_id: str) -> list[CheckpointFile]:
         """A live checkpoint's regular files and their sizes (for signed downloads)."""
-        folder = self._readable_dir(run_id, checkpoint_id)
-        return export.list_files(folder)
+        return export.list_files(str(self.root), self._readable_rel(run_id, checkpoint_id))
 
     def open_checkpoint_file(self, run_id: str, checkpoint_id: str, name: str) -> ServedFile:
         """One of a live checkpoint's files, opened for reading without following links."""
-        return OpenedFile(export.open_file(self._readable_dir(run_id, checkpoint_id), name))
+        rel = self._readable_rel(run_id, checkpoint_id)
+        return OpenedFile(export.open_file(str(self.root), rel, name))
 
-    def _readable_dir(self, run_id: str, checkpoint_id: str) -> str:
+    def _readable_rel(self, run_id: str, checkpoint_id: str) -> str:
+        """A live checkpoint's path below the store's folder (each part of it is opened
+        without following links: `ckpt_tui.store.export`)."""
         folder = self.checkpoint_dir(run_id, checkpoint_id)
         self._layout.ensure_inside(folder)
-        return str(folder)
+        try:
+            return folder.relative_to(self.root).as_posix()
+        except ValueError:
+            raise StoreError(f"refusing to read {folder}: it is not inside the store") from None
 
     # --- writes ----------------------------------------------------------------------------
     @locked

@@ -171,3 +171,31 @@ def test_a_file_replaced_while_it_is_sent_ends_short_and_never_mixes(
             for piece in pieces:
                 got += piece
     assert len(got) < len(old) and bytes(got) == old[: len(got)]
+
+
+def test_a_file_url_bucket_serves_nothing_reached_through_a_linked_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """obstore's local store lists through links; a download opens each folder on the way
+    without following one (as a link swapped in after any check would be met)."""
+    outside = tmp_path / "outside"
+    L.hf_trainer_output(outside / "trainer", steps=(200,), best=200)
+    root = tmp_path / "box"
+    root.mkdir()
+    (root / "trainer").symlink_to(outside / "trainer")
+    out = tmp_path / "out"
+    code, _said, err = run(capsys, "--local", f"file://{root}", "download", TRAINER, "-o", str(out))
+    assert code == 1
+    assert "symbolic link (never followed)" in err and not out.exists()
+
+
+def test_a_key_no_folder_can_hold_fails_the_listing_naming_it(
+    served: str, s3: S3Server, s3_bucket: str
+) -> None:
+    """Refused as the store's problem (409, naming the key), not the client's bad input, and
+    never left out unsaid."""
+    s3.put(s3_bucket, "team/box/trainer/checkpoint-200/back\\slash.bin", b"x")
+    route = f"{served}/api/v1/training_runs/trainer/checkpoints/weights/checkpoint-200"
+    answer = httpx.get(f"{route}/external_weights_urls", timeout=30)
+    assert answer.status_code == 409
+    assert "back\\\\slash.bin" in answer.text and "cannot be downloaded" in answer.text

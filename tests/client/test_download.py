@@ -300,3 +300,21 @@ async def test_worker_threads_report_every_few_mebibytes_or_when_a_report_is_ove
         assert len(from_bytes) <= size // engine.REPORT_BYTES  # the start, and whole: 2 more
     else:
         assert len(from_bytes) > size // engine.REPORT_BYTES
+
+
+async def test_cuts_after_a_mebibyte_or_more_each_are_no_failure(
+    store: Store, tmp_path: Path, clock: FixedClock
+) -> None:
+    """A server that cuts every answer after 1.5 MiB (a bucket's `serve` to a slow client):
+    more cuts than MAX_ATTEMPTS, each after bytes arrived, and the file still comes whole."""
+    large = os.urandom(12 << 20)
+    store.create_run("run-1", "base/model")
+    store.add_checkpoint("run-1", "external_weights/final", {"large.bin": large})
+    tap = FileTap(create_app(store, sweep_interval=None, url_signer=UrlSigner(600)))
+    tap.cut_after = 3 << 19  # 1.5 MiB
+    with run_server(tap) as base:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
+            out = tmp_path / "out"
+            await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
+    assert (out / "large.bin").read_bytes() == large
+    assert tap.statuses.count(206) > engine.MAX_ATTEMPTS

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import Static
 
 from ckpt_tui.server import create_app
 from ckpt_tui.store import Store
@@ -129,3 +131,27 @@ async def test_the_stop_and_quit_dialogs_follow_the_progress_without_the_stop_hi
         finally:
             first.set()
             second.set()
+
+
+class Host(App[None]):
+    """An app with one plain screen under the dialog: a second close would pop it."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("browse")
+
+
+async def test_a_choice_and_the_action_s_end_together_close_the_dialog_once() -> None:
+    """y pressed as the action ends: the tick that lands before the closed dialog is removed
+    must not close it a second time (that popped the screen under it)."""
+    state: dict[str, str | None] = {"running": "Deleting 1 of 2"}
+    chosen: list[bool | None] = []
+    app = Host()
+    async with app.run_test() as pilot:
+        dialog = StopDialog(lambda: state["running"], "here", "stopping keeps what is done")
+        app.push_screen(dialog, chosen.append)
+        await pilot.pause()
+        await pilot.press("y")  # the user stops it ...
+        state["running"] = None  # ... as the action ends
+        dialog.follow()  # the 0.25 s tick, before the closed screen is gone
+        await pilot.pause()
+        assert chosen == [True] and len(app.screen_stack) == 1

@@ -41,7 +41,13 @@ REPORT_SECONDS = 0.25
 """... or sooner, once this long has passed since its last report, so a slow link still
 shows its progress."""
 MAX_ATTEMPTS = 5
-"""Connection failures per file before the download gives up (a rerun resumes)."""
+"""Connection failures in a row before the download of a file gives up (a rerun resumes)."""
+FRESH_START_BYTES = 1024 * 1024
+"""A cut after at least this many bytes arrived starts the count of failures again: a
+server that cuts long answers now and then (a bucket's `serve` whose reads of the bucket
+end after 30 s, for a slow client) is no failure, while one that sends a few bytes and cuts
+still ends the download after MAX_ATTEMPTS, and a file of N bytes takes at most N / 1 MiB
+requests."""
 
 
 class DownloadError(Exception):
@@ -218,8 +224,9 @@ class _Job:
                 offset = reached
             except httpx.TransportError as exc:
                 # Written in order: the part's length is where it stopped.
-                offset = os.fstat(fd).st_size
-                failures += 1
+                reached = os.fstat(fd).st_size
+                failures = 1 if reached - offset >= FRESH_START_BYTES else failures + 1
+                offset = reached
                 if failures >= MAX_ATTEMPTS:
                     raise DownloadError(
                         f"{spec.name}: the connection failed {failures} times ({exc}); "

@@ -375,21 +375,28 @@ class BucketDeleter:
             raise StorageFailedError(
                 f"listing {prefix} in {self.place.name} failed ({reason(exc)})"
             ) from exc
-        for key in [key for key, meta in found.items() if self._is_marker(prefix, key, meta)]:
+        for key in self._markers(prefix, found):
             del found[key]  # a folder, not an object of the checkpoint
         refuse_outside(found, prefix)
         refuse_links(self.place, found)
         return found
 
-    def _is_marker(self, prefix: str, key: str, meta: ObjectMeta) -> bool:
-        """Whether a listed object is a folder marker: a zero-byte key ending in `/` (the S3
-        console's "Create folder" writes one), which obstore lists without its `/` and cannot
-        address (its paths never end in `/`), so it can be neither read nor deleted through
-        it. Listed under `prefix/`, `prefix` itself is one; any other zero-byte key that
-        HEAD does not find is one too (its real key ends in `/`)."""
-        if meta["size"] != 0:
-            return False
-        return key == prefix or not self.single(key)
+    def _markers(self, prefix: str, found: dict[str, ObjectMeta]) -> list[str]:
+        """The listed objects that are folder markers: zero-byte keys ending in `/` (the S3
+        console's "Create folder" writes one), which obstore lists without their `/` and
+        cannot address (its paths never end in `/`), so they can be neither read nor
+        deleted through it. Listed under `prefix/`, `prefix` itself is one; any other
+        zero-byte key that HEAD does not find is one too (its real key ends in `/`). The
+        HEADs go `LISTS_AT_ONCE` at a time: a checkpoint of many empty files is asked about
+        each (300 of them through 50 ms of latency: 1.6-1.8 s, against 17.0-17.1 s one
+        after another; on moto alone no faster, as moto answers one at a time)."""
+        empty = [key for key, meta in found.items() if meta["size"] == 0 and key != prefix]
+        markers = [prefix] if prefix in found and found[prefix]["size"] == 0 else []
+        if not empty:
+            return markers
+        with ThreadPoolExecutor(min(LISTS_AT_ONCE, len(empty))) as pool:
+            heads = list(pool.map(self.single, empty))
+        return markers + [key for key, head in zip(empty, heads, strict=True) if not head]
 
     def _step(self, name: str) -> None:
         if self.step_hook is not None:

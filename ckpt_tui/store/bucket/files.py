@@ -17,7 +17,6 @@ no link followed), as a delete there goes through `local_delete`.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -26,9 +25,15 @@ from obstore.exceptions import BaseError
 
 from ckpt_tui.store import export
 from ckpt_tui.store.blobs.objects import reason
-from ckpt_tui.store.bucket.place import BucketPlace, local_root, refuse_links
+from ckpt_tui.store.bucket.place import BucketPlace, local_root
 from ckpt_tui.store.errors import NotFoundError, StorageFailedError, StoreError
-from ckpt_tui.store.export import MAX_FILES, CheckpointFile, OpenedFile, ServedFile
+from ckpt_tui.store.export import (
+    MAX_FILES,
+    CheckpointFile,
+    OpenedFile,
+    ServedFile,
+    servable_name,
+)
 from ckpt_tui.store.files import strip_temp
 from ckpt_tui.store.layout import checked_file_parts
 
@@ -38,30 +43,33 @@ if TYPE_CHECKING:
     from ckpt_tui.store.bucket.deleting import BucketDeleter
 
 WINDOW_BYTES = 32 * 1024 * 1024
-"""Bytes one ranged GET fetches whole before they are sent on a chunk at a time: a client
-that reads slowly then never holds a request to the bucket open (obstore ends a request
-after 30 s), and a file being sent holds at most this much in memory. Each GET costs a
-round trip and the server's own work: one 256 MiB file from moto on loopback
-(`--local s3://… download`, two runs each) came at 35-38 MiB/s in windows of 8 MiB, 73-76
-in windows of 32 MiB and 110-111 in windows of 128 MiB; 32 keeps the memory of the four
-files a download fetches at once at 128 MiB, and a GET under 30 s down to about 1 MiB/s."""
+"""Bytes one ranged GET asks for; its answer is streamed on as it comes, a chunk at a time,
+so a file being sent holds about one chunk in memory however slowly the client reads (read
+whole, 32 MiB windows held 32 MiB per client that stopped reading). Each GET costs a round
+trip: on S3 about 20-50 ms, so 32 MiB at 100 MiB/s loses under a tenth to them. (moto, the
+test server, reads the whole object for each ranged GET: 218 ms per 1 MiB range of a 256
+MiB object, 5.9 ms of a 2 MiB one, so on moto the window sets the speed: one 256 MiB file,
+`--local s3://… download`, two runs each, 29 MiB/s in windows of 8 MiB, 40-59 in windows
+of 32 MiB, 81-94 in windows of 128 MiB.) obstore ends a request after 30 s, so a client
+slower than about 1 MiB/s sees its answer cut within a window, and resumes from where it
+stopped (ckpt_tui.client.download)."""
 
 
 def checkpoint_files(place: BucketPlace, deleter: BucketDeleter, key: str) -> list[CheckpointFile]:
     """The files of the checkpoint at `key` (its objects' key, checked by the caller)."""
     folder = local_root(place)
     if folder is not None:
-        refuse_links(place, [key])
-        return export.list_files(os.path.join(folder, key))
+        return export.list_files(folder, key)
     listed = deleter.listed(key, MAX_FILES)
     if not listed:
-        return [CheckpointFile(key.rpartition("/")[2], _head(place, key)["size"])]
+        name = servable_name(key.rpartition("/")[2], f"{key} in {place.name}")
+        return [CheckpointFile(name, _head(place, key)["size"])]
     files: list[CheckpointFile] = []
     for found, meta in sorted(listed.items()):
         name = found[len(key) + 1 :]
         if not strip_temp(name.rpartition("/")[2])[1]:
-            checked_file_parts(name)  # a key no folder could hold is refused, not skipped
-            files.append(CheckpointFile(name, meta["size"]))
+            where = f"{found} in {place.name}"
+            files.append(CheckpointFile(servable_name(name, where), meta["size"]))
     return files
 
 
@@ -69,8 +77,7 @@ def open_file(place: BucketPlace, deleter: BucketDeleter, key: str, name: str) -
     """The file `name` of the checkpoint at `key`; NotFoundError when it has none such."""
     folder = local_root(place)
     if folder is not None:
-        refuse_links(place, [key])
-        return OpenedFile(export.open_file(os.path.join(folder, key), name))
+        return OpenedFile(export.open_file(folder, key, name))
     parts = checked_file_parts(name)
     if strip_temp(parts[-1])[1]:
         raise NotFoundError(f"no file {name!r} in this checkpoint (not a finished file)")
@@ -105,25 +112,33 @@ class ObjectFile:
     def chunks(self, start: int, end: int, chunk_bytes: int) -> Generator[bytes, None, None]:
         offset = start
         while offset < end:
-            window = self._read(offset, min(end, offset + WINDOW_BYTES))
-            for at in range(0, len(window), chunk_bytes):
-                yield bytes(window[at : at + chunk_bytes])
-            offset += len(window)
+            stop = min(end, offset + WINDOW_BYTES)
+            yield from self._window(offset, stop, chunk_bytes)
+            offset = stop
 
-    def _read(self, start: int, end: int) -> memoryview:
-        options: GetOptions = {"range": (start, end)}
+    def _window(self, start: int, stop: int, chunk_bytes: int) -> Generator[bytes, None, None]:
+        """The bytes [start, stop) of the version first seen, as they arrive; StoreError
+        when that version is not what answers (replaced, shortened) or the read fails."""
+        options: GetOptions = {"range": (start, stop)}
         if self._version:
             options["if_match"] = self._version
+        sent = 0
         try:
             answer = obstore.get(self._place.store, self._key, options=options)
-            data = memoryview(answer.bytes())
+            if self._version and answer.meta["e_tag"] != self._version:
+                raise self._changed()
+            for piece in answer.stream(min_chunk_size=chunk_bytes):
+                sent += len(piece)
+                yield piece
         except (BaseError, OSError) as exc:
             raise StorageFailedError(
                 f"reading {self._key} in {self._place.name} failed ({reason(exc)})"
             ) from exc
-        if (self._version and answer.meta["e_tag"] != self._version) or not data:
-            raise StoreError(f"{self._key} in {self._place.name} changed while it was sent")
-        return data
+        if sent != stop - start:
+            raise self._changed()
+
+    def _changed(self) -> StoreError:
+        return StoreError(f"{self._key} in {self._place.name} changed while it was sent")
 
     def close(self) -> None:
         """Nothing is held between reads."""

@@ -66,8 +66,8 @@ def refuse_links(place: BucketPlace, keys: Iterable[str]) -> None:
     """StoreError if a key of obstore's local store (`file://`) is reached through a link:
     its listing follows links, so a delete through one would remove files outside the store
     (the folder store never follows a link). A link made after this check is not followed
-    either: a delete goes through folder descriptors (`local_delete`), a download's reads
-    through `ckpt_tui.store.export`."""
+    either: the delete goes through folder descriptors (`local_delete`), as a download's
+    reads do (`ckpt_tui.store.export`, which needs no check first)."""
     root = local_root(place)
     if root is None:
         return

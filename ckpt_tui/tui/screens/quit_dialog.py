@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Static
 
 FOLLOW_SECONDS = 0.25
@@ -54,6 +55,10 @@ class QuitDialog(ModalScreen[bool]):
         self.consequence = consequence
         self.shown: str | None = running()
         """The progress the dialog shows now (None: the action has ended)."""
+        self.following: Timer | None = None
+        self.chosen = False
+        """Once a choice is made (a key, a button, or the action's end for the stop dialog)
+        the dialog is on its way out: nothing more is read, and it closes once."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box", classes="dialog-box -warning"):
@@ -66,7 +71,7 @@ class QuitDialog(ModalScreen[bool]):
             yield Static(Text(hint), id="quit-hint", classes="dialog-hint")
 
     def on_mount(self) -> None:
-        self.set_interval(FOLLOW_SECONDS, self.follow)
+        self.following = self.set_interval(FOLLOW_SECONDS, self.follow)
 
     def said(self) -> Text:
         """What runs, where, and what the choice means (plain text: progress names no markup)."""
@@ -80,7 +85,7 @@ class QuitDialog(ModalScreen[bool]):
     def follow(self) -> None:
         """Show the progress as it is now; once the action has ended, say so."""
         now = self.running()
-        if now == self.shown:
+        if self.chosen or now == self.shown:
             return
         self.shown = now
         self.query_one("#quit-running", Static).update(self.said())
@@ -88,14 +93,28 @@ class QuitDialog(ModalScreen[bool]):
             self.ended()
 
     def ended(self) -> None:
-        """The action ended while the dialog was open: quitting is still the user's call."""
+        """The action ended while the dialog was open: quitting is still the user's call,
+        but there is nothing left to keep running."""
+        self.query_one("#quit-cancel", Button).label = "Stay"
+        self.query_one("#quit-hint", Static).update(
+            Text(f"y: {self.CONFIRM.lower()} · n or esc: stay")
+        )
+
+    def choose(self, confirmed: bool) -> None:
+        """Close with the choice, once (a key and the action's end may come together)."""
+        if self.chosen:
+            return
+        self.chosen = True
+        if self.following is not None:
+            self.following.stop()
+        self.dismiss(confirmed)
 
     def action_choose(self, confirmed: bool) -> None:
-        self.dismiss(confirmed)
+        self.choose(confirmed)
 
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "quit-confirm")
+        self.choose(event.button.id == "quit-confirm")
 
 
 class StopDialog(QuitDialog):
@@ -108,4 +127,4 @@ class StopDialog(QuitDialog):
     CONFIRM = "Stop"
 
     def ended(self) -> None:
-        self.dismiss(False)
+        self.choose(False)
