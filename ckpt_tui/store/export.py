@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import stat
 from collections.abc import Generator, Iterator
@@ -91,8 +92,9 @@ def list_files(root: str, rel: str) -> list[CheckpointFile]:
     try:
         if single is not None:
             with _open_regular(top, single, single) as handle:
-                return [CheckpointFile(single, os.fstat(handle.fileno()).st_size)]
-        return sorted(_walk(top, "", 0), key=lambda item: item.name)
+                name = servable_name(single, f"{root}/{rel}")
+                return [CheckpointFile(name, os.fstat(handle.fileno()).st_size)]
+        return sorted(_walk(top, "", 0, itertools.count(1)), key=lambda item: item.name)
     except NotFoundError as exc:
         raise StoreError(f"cannot read checkpoint file {root}/{rel}: {exc}") from exc
     except OSError as exc:
@@ -169,6 +171,8 @@ def _open_regular(dir_fd: int, name: str, shown: str) -> BinaryIO:
     try:
         handle = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotFoundError(f"{shown!r} is a symbolic link (never followed)") from exc
         raise NotFoundError(f"no file {shown!r} in this checkpoint") from exc
     if not stat.S_ISREG(os.fstat(handle).st_mode) or strip_temp(name)[1]:
         os.close(handle)
@@ -189,20 +193,19 @@ def servable_name(name: str, where: str) -> str:
     return name
 
 
-def _walk(dir_fd: int, prefix: str, depth: int) -> Iterator[CheckpointFile]:
+def _walk(dir_fd: int, prefix: str, depth: int, counted: Iterator[int]) -> Iterator[CheckpointFile]:
+    """The regular files below `dir_fd`; `counted` numbers them across the whole checkpoint."""
     if depth > MAX_DEPTH:
         raise StoreError(f"checkpoint folder is deeper than {MAX_DEPTH} levels at {prefix!r}")
-    count = 0
     for name in sorted(os.listdir(dir_fd)):
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISREG(info.st_mode) and not strip_temp(name)[1]:
-            count += 1
-            if count > MAX_FILES:
+            if next(counted) > MAX_FILES:
                 raise StoreError(f"checkpoint folder holds more than {MAX_FILES} files")
             yield CheckpointFile(servable_name(prefix + name, prefix + name), info.st_size)
         elif stat.S_ISDIR(info.st_mode):
             child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
             try:
-                yield from _walk(child, f"{prefix}{name}/", depth + 1)
+                yield from _walk(child, f"{prefix}{name}/", depth + 1, counted)
             finally:
                 os.close(child)

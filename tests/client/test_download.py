@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ckpt_tui.api_types import TinkerPath
 from ckpt_tui.client import CheckpointClient, Endpoint
@@ -22,7 +23,7 @@ from ckpt_tui.client.download import (
     engine,
 )
 from ckpt_tui.server import create_app
-from ckpt_tui.server.signing import UrlSigner
+from ckpt_tui.server.signing import SIGNED_PREFIX, UrlSigner
 from ckpt_tui.store import Store
 from ckpt_tui.timekeeping.clock import FixedClock
 from tests.support.file_tap import FileTap
@@ -318,3 +319,49 @@ async def test_cuts_after_a_mebibyte_or_more_each_are_no_failure(
             await download(client, PATH, out, clock=clock, in_flight=1, segment_bytes=1 << 30)
     assert (out / "large.bin").read_bytes() == large
     assert tap.statuses.count(206) > engine.MAX_ATTEMPTS
+
+
+class OneByteRanges:
+    """The real server, except that every ranged answer for a file is cut down to its first
+    byte, well formed (206, `Content-Range: bytes a-a/N`): a hostile server that sends as
+    little as it may."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.ranged = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope["path"]).startswith(SIGNED_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        self.ranged += 1
+        first: list[bytes] = []
+
+        async def shortened(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 206:
+                headers = dict(message["headers"])
+                start = headers[b"content-range"].split(b" ")[1].split(b"-")[0]
+                total = headers[b"content-range"].split(b"/")[1]
+                headers[b"content-range"] = b"bytes %s-%s/%s" % (start, start, total)
+                headers[b"content-length"] = b"1"
+                await send({**message, "headers": list(headers.items())})
+            elif message["type"] == "http.response.body" and not first:
+                first.append(message.get("body", b"")[:1])
+                await send({"type": "http.response.body", "body": first[0]})
+            elif message["type"] != "http.response.body":
+                await send(message)
+
+        await self.app(scope, receive, shortened)
+
+
+async def test_answers_short_of_the_range_count_as_cuts(
+    store: Store, tap: FileTap, tmp_path: Path, clock: FixedClock
+) -> None:
+    """A server that answers each range with one byte ends the download after MAX_ATTEMPTS
+    requests for a file, not one request per byte."""
+    server = OneByteRanges(create_app(store, sweep_interval=None, url_signer=UrlSigner(600)))
+    with run_server(server) as base:
+        async with CheckpointClient(Endpoint.remote(base)) as client:
+            with pytest.raises(DownloadError, match="less of the range"):
+                await download(client, PATH, tmp_path / "out", clock=clock, in_flight=1)
+    assert server.ranged <= engine.MAX_ATTEMPTS * 4  # at most a few files begun

@@ -155,3 +155,29 @@ async def test_a_choice_and_the_action_s_end_together_close_the_dialog_once() ->
         dialog.follow()  # the 0.25 s tick, before the closed screen is gone
         await pilot.pause()
         assert chosen == [True] and len(app.screen_stack) == 1
+
+
+async def test_the_action_ending_under_the_command_palette_closes_the_dialog_after_it() -> None:
+    """ctrl+p over the stop dialog, and the action ends: the palette stays until closed,
+    then the dialog closes itself (before, the palette was closed in its place and the
+    dialog could no longer be closed)."""
+    state: dict[str, str | None] = {"running": "Deleting 1 of 2"}
+    chosen: list[bool | None] = []
+    app = Host()
+    async with app.run_test() as pilot:
+        dialog = StopDialog(lambda: state["running"], "here", "stopping keeps what is done")
+        app.push_screen(dialog, chosen.append)
+        await pilot.pause()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        palette = app.screen
+        assert palette is not dialog
+        state["running"] = None  # the action ends under the palette
+        dialog.follow()
+        await pilot.pause()
+        assert app.screen is palette and chosen == []
+        await pilot.press("escape")  # the palette closes
+        await pilot.pause()
+        dialog.follow()
+        await pilot.pause()
+        assert chosen == [False] and len(app.screen_stack) == 1

@@ -43,11 +43,11 @@ shows its progress."""
 MAX_ATTEMPTS = 5
 """Connection failures in a row before the download of a file gives up (a rerun resumes)."""
 FRESH_START_BYTES = 1024 * 1024
-"""A cut after at least this many bytes arrived starts the count of failures again: a
-server that cuts long answers now and then (a bucket's `serve` whose reads of the bucket
-end after 30 s, for a slow client) is no failure, while one that sends a few bytes and cuts
-still ends the download after MAX_ATTEMPTS, and a file of N bytes takes at most N / 1 MiB
-requests."""
+"""A cut (or an answer short of the range asked) after at least this many bytes arrived
+starts the count of failures again: a server that cuts long answers now and then (a
+bucket's `serve` whose reads of the bucket end after 30 s, for a slow client) is no
+failure, while one that sends a few bytes at a time still ends the download after
+MAX_ATTEMPTS; a file takes at most MAX_ATTEMPTS requests per MiB of it."""
 
 
 class DownloadError(Exception):
@@ -219,8 +219,8 @@ class _Job:
             headers = {"Range": f"bytes={offset}-{end}", "If-Range": spec.etag}
             try:
                 reached = await self._segment(fd, spec, offset, headers, part)
-                if reached == offset:  # an answer without bytes: bounded like a failure
-                    raise httpx.ReadError("the server sent no bytes of the range asked for")
+                if reached <= end:  # short of the range asked (or no byte): as a cut
+                    raise httpx.ReadError("the server sent less of the range than asked for")
                 offset = reached
             except httpx.TransportError as exc:
                 # Written in order: the part's length is where it stopped.

@@ -84,8 +84,12 @@ class QuitDialog(ModalScreen[bool]):
 
     def follow(self) -> None:
         """Show the progress as it is now; once the action has ended, say so."""
+        if self.chosen or self.app.screen is not self:
+            # Another screen on top (the command palette): closing now would close that one.
+            # What changed is seen once the dialog is on top again.
+            return
         now = self.running()
-        if self.chosen or now == self.shown:
+        if now == self.shown:
             return
         self.shown = now
         self.query_one("#quit-running", Static).update(self.said())
