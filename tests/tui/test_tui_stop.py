@@ -134,50 +134,52 @@ async def test_the_stop_and_quit_dialogs_follow_the_progress_without_the_stop_hi
 
 
 class Host(App[None]):
-    """An app with one plain screen under the dialog: a second close would pop it."""
+    """An app with one plain screen under a stop dialog (a second close would pop it), and
+    an action whose progress the test sets (None: it has ended)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running: str | None = "Deleting 1 of 2"
+        self.chosen: list[bool | None] = []
+        self.dialog = StopDialog(lambda: self.running, "here", "stopping keeps what is done")
 
     def compose(self) -> ComposeResult:
         yield Static("browse")
+
+    def on_mount(self) -> None:
+        self.push_screen(self.dialog, self.chosen.append)
 
 
 async def test_a_choice_and_the_action_s_end_together_close_the_dialog_once() -> None:
     """y pressed as the action ends: the tick that lands before the closed dialog is removed
     must not close it a second time (that popped the screen under it)."""
-    state: dict[str, str | None] = {"running": "Deleting 1 of 2"}
-    chosen: list[bool | None] = []
     app = Host()
     async with app.run_test() as pilot:
-        dialog = StopDialog(lambda: state["running"], "here", "stopping keeps what is done")
-        app.push_screen(dialog, chosen.append)
         await pilot.pause()
         await pilot.press("y")  # the user stops it ...
-        state["running"] = None  # ... as the action ends
-        dialog.follow()  # the 0.25 s tick, before the closed screen is gone
+        app.running = None  # ... as the action ends
+        app.dialog.follow()  # the 0.25 s tick, before the closed screen is gone
         await pilot.pause()
-        assert chosen == [True] and len(app.screen_stack) == 1
+        assert app.chosen == [True] and len(app.screen_stack) == 1
 
 
 async def test_the_action_ending_under_the_command_palette_closes_the_dialog_after_it() -> None:
     """ctrl+p over the stop dialog, and the action ends: the palette stays until closed,
     then the dialog closes itself (before, the palette was closed in its place and the
     dialog could no longer be closed)."""
-    state: dict[str, str | None] = {"running": "Deleting 1 of 2"}
-    chosen: list[bool | None] = []
     app = Host()
     async with app.run_test() as pilot:
-        dialog = StopDialog(lambda: state["running"], "here", "stopping keeps what is done")
-        app.push_screen(dialog, chosen.append)
         await pilot.pause()
         await pilot.press("ctrl+p")
         await pilot.pause()
         palette = app.screen
-        assert palette is not dialog
-        state["running"] = None  # the action ends under the palette
-        dialog.follow()
+        assert palette is not app.dialog
+        app.running = None  # the action ends under the palette
+        app.dialog.follow()
         await pilot.pause()
-        assert app.screen is palette and chosen == []
+        assert app.screen is palette and app.chosen == []
         await pilot.press("escape")  # the palette closes
         await pilot.pause()
-        dialog.follow()
+        app.dialog.follow()
         await pilot.pause()
-        assert chosen == [False] and len(app.screen_stack) == 1
+        assert app.chosen == [False] and len(app.screen_stack) == 1
