@@ -49,10 +49,10 @@ whole, 32 MiB windows held 32 MiB per client that stopped reading). Each GET cos
 trip: on S3 about 20-50 ms, so 32 MiB at 100 MiB/s loses under a tenth to them. (moto, the
 test server, reads the whole object for each ranged GET: 218 ms per 1 MiB range of a 256
 MiB object, 5.9 ms of a 2 MiB one, so on moto the window sets the speed: one 256 MiB file,
-`--local s3://… download`, two runs each, 29 MiB/s in windows of 8 MiB, 40-59 in windows
-of 32 MiB, 81-94 in windows of 128 MiB.) obstore ends a request after 30 s, so a client
-slower than about 1 MiB/s sees its answer cut within a window, and resumes from where it
-stopped (ckpt_tui.client.download)."""
+`--local s3://… download`, quiet machine, 37 MiB/s in windows of 8 MiB, 72-79 in windows
+of 32 MiB, 105-111 in windows of 128 MiB, as fast as whole windows were.) obstore ends a
+request after 30 s, so a client slower than about 1 MiB/s sees its answer cut within a
+window, and resumes from where it stopped (ckpt_tui.client.download)."""
 
 
 def checkpoint_files(place: BucketPlace, deleter: BucketDeleter, key: str) -> list[CheckpointFile]:
