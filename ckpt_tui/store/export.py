@@ -25,13 +25,15 @@ import msgspec
 from ckpt_tui.store.errors import InvalidRequestError, NotFoundError, StoreError
 from ckpt_tui.store.files import strip_temp
 from ckpt_tui.store.layout import checked_file_parts
+from ckpt_tui.store.names import climbs
+from ckpt_tui.store.trash import DIR_FLAGS, open_subdir
 
 MAX_FILES = 10_000
 MAX_DEPTH = 16
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 """The store's own folder is opened as the user named it (a link there is theirs)."""
+LINK_ON_THE_WAY = "a folder on the way is a symbolic link (never followed) or not a folder"
 
 
 class CheckpointFile(msgspec.Struct, frozen=True, gc=False):
@@ -62,6 +64,11 @@ class ServedFile(Protocol):
     def close(self) -> None: ...
 
 
+def strong_etag(identity: str) -> str:
+    """A strong ETag (quoted) for a file's version, from what tells its versions apart."""
+    return '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
+
+
 class OpenedFile:
     """A `ServedFile` read from a descriptor (opened by `open_file`, without following links)."""
 
@@ -69,8 +76,7 @@ class OpenedFile:
         self._handle = handle
         info = os.fstat(handle.fileno())
         self.size = info.st_size
-        identity = f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
-        self.etag = '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
+        self.etag = strong_etag(f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}")
 
     def chunks(self, start: int, end: int, chunk_bytes: int) -> Generator[bytes, None, None]:
         fd, offset = self._handle.fileno(), start
@@ -113,24 +119,20 @@ def open_file(root: str, rel: str, name: str) -> BinaryIO:
     parts = checked_file_parts(name)
     if len(parts) > MAX_DEPTH + 1:
         raise InvalidRequestError(f"file name {name!r} is deeper than {MAX_DEPTH} levels")
-    fd, single = _open_checkpoint(root, rel)
+    top, single = _open_checkpoint(root, rel)
+    if single is not None and parts != [single]:
+        os.close(top)
+        raise NotFoundError(f"no file {name!r} in this checkpoint")
     try:
-        if single is not None and parts != [single]:
-            raise NotFoundError(f"no file {name!r} in this checkpoint")
-        for part in parts[:-1]:
-            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = child
+        folder = _below(top, parts[:-1])
     except OSError as exc:
-        os.close(fd)
         raise NotFoundError(f"no file {name!r} in this checkpoint") from exc
-    except BaseException:
-        os.close(fd)
-        raise
+    if folder is None:
+        raise NotFoundError(f"no file {name!r} in this checkpoint")
     try:
-        return _open_regular(fd, parts[-1], name)
+        return _open_regular(folder, parts[-1], name)
     finally:
-        os.close(fd)
+        os.close(folder)
 
 
 def _open_checkpoint(root: str, rel: str) -> tuple[int, str | None]:
@@ -139,30 +141,44 @@ def _open_checkpoint(root: str, rel: str) -> tuple[int, str | None]:
     own folder, opened as it was named) is opened without following links, so a folder
     swapped for a link anywhere on the way is refused, not followed. StoreError when the
     way cannot be walked."""
-    parts = rel.split("/")
-    if any(part in ("", ".", "..") for part in parts):
+    if climbs(rel):
         raise StoreError(f"{rel!r} is not a checkpoint's path inside the store")
+    *folders, last = rel.split("/")
     try:
-        fd = os.open(root, _ROOT_FLAGS)
+        top = os.open(root, _ROOT_FLAGS)
     except OSError as exc:
         raise StoreError(f"cannot read the store's folder {root}: {exc.strerror}") from exc
+    cannot = f"cannot read checkpoint folder {root}/{rel}"
     try:
-        for part in parts[:-1]:
-            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        try:
-            child = os.open(parts[-1], _DIR_FLAGS, dir_fd=fd)
-        except NotADirectoryError:
-            return fd, parts[-1]  # a checkpoint that is one file (or a link: refused on open)
+        parent = _below(top, folders)
+        if parent is None:
+            raise StoreError(f"{cannot}: {LINK_ON_THE_WAY}")
     except OSError as exc:
-        os.close(fd)
-        why = exc.strerror
-        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
-            why = "a folder on the way is a symbolic link (never followed) or not a folder"
-        raise StoreError(f"cannot read checkpoint folder {root}/{rel}: {why}") from exc
-    os.close(fd)
-    return child, None
+        raise StoreError(f"{cannot}: {exc.strerror}") from exc
+    try:
+        folder = open_subdir(parent, last)
+    except OSError as exc:
+        os.close(parent)
+        raise StoreError(f"{cannot}: {exc.strerror}") from exc
+    if folder is None:
+        return parent, last  # a checkpoint that is one file (or a link: refused on open)
+    os.close(parent)
+    return folder, None
+
+
+def _below(fd: int, names: list[str]) -> int | None:
+    """The folder reached from folder `fd` (closed here) through `names`, each opened with
+    `open_subdir` (no link followed); None when one is a link or no folder. OSError when one
+    cannot be opened."""
+    for name in names:
+        try:
+            child = open_subdir(fd, name)
+        finally:
+            os.close(fd)
+        if child is None:
+            return None
+        fd = child
+    return fd
 
 
 def _open_regular(dir_fd: int, name: str, shown: str) -> BinaryIO:
@@ -204,7 +220,7 @@ def _walk(dir_fd: int, prefix: str, depth: int, counted: Iterator[int]) -> Itera
                 raise StoreError(f"checkpoint folder holds more than {MAX_FILES} files")
             yield CheckpointFile(servable_name(prefix + name, prefix + name), info.st_size)
         elif stat.S_ISDIR(info.st_mode):
-            child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
             try:
                 yield from _walk(child, f"{prefix}{name}/", depth + 1, counted)
             finally:

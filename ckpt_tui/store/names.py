@@ -15,6 +15,12 @@ class UnsafeNameError(ValueError):
 _MAX_NAME = 255
 
 
+def climbs(path: str) -> bool:
+    """Whether a `/`-separated path has an empty, `.` or `..` part (on a file system, one
+    that may lead out of where it seems to be)."""
+    return any(part in ("", ".", "..") for part in path.split("/"))
+
+
 def check_name(value: str, what: str = "name") -> str:
     """Return `value` if it is one safe path component, else raise UnsafeNameError."""
     if not value:

@@ -60,7 +60,13 @@ from ckpt_tui.store.bucket.outcome import (
     modified_us,
     object_us,
 )
-from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, local_root, refuse_links
+from ckpt_tui.store.bucket.place import (
+    BucketPlace,
+    checked_rel,
+    local_root,
+    read_failed,
+    refuse_links,
+)
 from ckpt_tui.store.bucket.recovery import recover
 from ckpt_tui.store.discover import loose
 from ckpt_tui.store.errors import (
@@ -356,9 +362,7 @@ class BucketDeleter:
         except FileNotFoundError:
             return {}
         except (BaseError, OSError) as exc:
-            raise StorageFailedError(
-                f"reading {key} in {self.place.name} failed ({reason(exc)})"
-            ) from exc
+            raise read_failed(self.place, key, exc) from exc
         refuse_links(self.place, [key])
         return {key: object_us(found["last_modified"])}
 

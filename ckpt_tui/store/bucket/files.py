@@ -16,7 +16,6 @@ no link followed), as a delete there goes through `local_delete`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -24,15 +23,15 @@ import obstore
 from obstore.exceptions import BaseError
 
 from ckpt_tui.store import export
-from ckpt_tui.store.blobs.objects import reason
-from ckpt_tui.store.bucket.place import BucketPlace, local_root
-from ckpt_tui.store.errors import NotFoundError, StorageFailedError, StoreError
+from ckpt_tui.store.bucket.place import BucketPlace, local_root, read_failed
+from ckpt_tui.store.errors import NotFoundError, StoreError
 from ckpt_tui.store.export import (
     MAX_FILES,
     CheckpointFile,
     OpenedFile,
     ServedFile,
     servable_name,
+    strong_etag,
 )
 from ckpt_tui.store.files import strip_temp
 from ckpt_tui.store.layout import checked_file_parts
@@ -96,7 +95,7 @@ def _head(place: BucketPlace, key: str) -> ObjectMeta:
     except FileNotFoundError:
         raise NotFoundError(f"no file {key} in {place.name}") from None
     except (BaseError, OSError) as exc:
-        raise StorageFailedError(f"reading {key} in {place.name} failed ({reason(exc)})") from exc
+        raise read_failed(place, key, exc) from exc
 
 
 class ObjectFile:
@@ -106,8 +105,8 @@ class ObjectFile:
         self._place, self._key = place, key
         self._version = meta["e_tag"]
         self.size = meta["size"]
-        identity = f"{key}\0{self._version}\0{self.size}\0{meta['last_modified'].isoformat()}"
-        self.etag = '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
+        modified = meta["last_modified"].isoformat()
+        self.etag = strong_etag(f"{key}\0{self._version}\0{self.size}\0{modified}")
 
     def chunks(self, start: int, end: int, chunk_bytes: int) -> Generator[bytes, None, None]:
         offset = start
@@ -131,9 +130,7 @@ class ObjectFile:
                 sent += len(piece)
                 yield piece
         except (BaseError, OSError) as exc:
-            raise StorageFailedError(
-                f"reading {self._key} in {self._place.name} failed ({reason(exc)})"
-            ) from exc
+            raise read_failed(self._place, self._key, exc) from exc
         if sent != stop - start:
             raise self._changed()
 

@@ -29,7 +29,7 @@ import msgspec
 
 from ckpt_tui.store.blobs.objects import ObjectStorage, entry_of, key_of
 from ckpt_tui.store.bucket.grouping import Want
-from ckpt_tui.store.bucket.place import BucketPlace, checked_rel, climbs
+from ckpt_tui.store.bucket.place import BucketPlace, checked_rel
 from ckpt_tui.store.bucket.tree import ListedTree
 from ckpt_tui.store.bucket.versioned import read_doc
 from ckpt_tui.store.discover.walk import discover, keys_at
@@ -37,7 +37,7 @@ from ckpt_tui.store.errors import InvalidRequestError, StoreError
 from ckpt_tui.store.files import reading_from
 from ckpt_tui.store.layout import RUNS_DIR, SEGMENTS
 from ckpt_tui.store.meta import Key
-from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id
+from ckpt_tui.store.names import UnsafeNameError, check_name, check_run_id, climbs
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta

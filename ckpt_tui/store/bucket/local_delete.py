@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from contextlib import ExitStack
 
-from ckpt_tui.store.bucket.place import climbs
+from ckpt_tui.store.names import climbs
 from ckpt_tui.store.trash import DIR_FLAGS, open_subdir
 from ckpt_tui.store.unread import is_gone, why
 

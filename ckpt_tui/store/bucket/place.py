@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from obstore.store import LocalStore, ObjectStore
 
-from ckpt_tui.store.errors import InvalidRequestError, StoreError
+from ckpt_tui.store.blobs.objects import reason
+from ckpt_tui.store.errors import InvalidRequestError, StorageFailedError, StoreError
+from ckpt_tui.store.names import climbs
 
 META_FOLDER = ".ckpt-tui"
 """The store's own documents, under the prefix (as `STORE/.ckpt-tui/` in a folder)."""
@@ -48,10 +50,9 @@ def checked_rel(rel: str) -> str:
     return rel
 
 
-def climbs(path: str) -> bool:
-    """Whether a `/`-separated path has an empty, `.` or `..` part (on a file system, one
-    that may lead out of where it seems to be)."""
-    return any(part in ("", ".", "..") for part in path.split("/"))
+def read_failed(place: BucketPlace, key: str, exc: BaseException) -> StorageFailedError:
+    """The error for a read of `key` the bucket failed (the cloud's reason, no secret)."""
+    return StorageFailedError(f"reading {key} in {place.name} failed ({reason(exc)})")
 
 
 def local_root(place: BucketPlace) -> str | None:
