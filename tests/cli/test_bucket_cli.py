@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support import layouts as L
-from tests.support.bucket_cli import checkpoints, listed_in_both, run, write_config
+from tests.support.bucket_cli import checkpoints, listed_in_both, run, serving, write_config
 from tests.support.s3_server import DUMMY_SECRET, S3Server
 
 
@@ -79,20 +77,9 @@ def test_serve_serves_a_bucket_over_the_rest_api_and_makes_no_folder(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, **s3.environment()}
-    command = [sys.executable, "-m", "ckpt_tui", "serve", f"s3://{s3_bucket}/team/box"]
-    with subprocess.Popen(
-        [*command, "--port", "0"], cwd=work, env=env, stdout=subprocess.PIPE, text=True
-    ) as server:
-        try:
-            assert server.stdout is not None
-            line = server.stdout.readline()
-            assert f"store s3://{s3_bucket}/team/box" in line
-            url = line.split("serving ", 1)[1].split(" ", 1)[0]
-            answer = httpx.get(f"{url}/api/v1/checkpoints", timeout=30).json()
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    with serving(f"s3://{s3_bucket}/team/box", s3.environment(), work) as (url, line):
+        assert f"store s3://{s3_bucket}/team/box" in line
+        answer = httpx.get(f"{url}/api/v1/checkpoints", timeout=30).json()
     paths = {c["tinker_path"] for c in answer["checkpoints"]}
     assert "tinker://trainer/weights/checkpoint-200" in paths and len(paths) == 4
     assert list(work.iterdir()) == []

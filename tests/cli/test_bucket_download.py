@@ -5,8 +5,6 @@ served). Against a real S3 server (moto)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from ckpt_tui.store.blobs.objects import ObjectStorage
 from ckpt_tui.store.bucket import BucketStore
 from ckpt_tui.store.bucket.files import WINDOW_BYTES
 from tests.support import layouts as L
-from tests.support.bucket_cli import run
+from tests.support.bucket_cli import run, serving
 from tests.support.s3_server import S3Server
 
 TRAINER = "tinker://trainer/weights/checkpoint-200"
@@ -64,17 +62,8 @@ def test_download_from_a_bucket_gets_each_checkpoint_as_the_folder_holds_it(
 @pytest.fixture
 def served(box: Path, s3: S3Server, s3_bucket: str, tmp_path: Path) -> Iterator[str]:
     """`ckpt-tui serve s3://BUCKET/team/box` in its own process; its URL."""
-    env = {**os.environ, **s3.environment()}
-    command = [sys.executable, "-m", "ckpt_tui", "serve", f"s3://{s3_bucket}/team/box"]
-    with subprocess.Popen(
-        [*command, "--port", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
-    ) as server:
-        try:
-            assert server.stdout is not None
-            yield server.stdout.readline().split("serving ", 1)[1].split(" ", 1)[0]
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    with serving(f"s3://{s3_bucket}/team/box", s3.environment(), tmp_path) as (url, _):
+        yield url
 
 
 def test_serve_of_a_bucket_signs_its_files_and_serves_ranges_of_one_version(

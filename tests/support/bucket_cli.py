@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +51,19 @@ def write_config(tmp_path: Path, text: str) -> None:
     folder = tmp_path / "config-home" / "ckpt-tui"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.toml").write_text(text)
+
+
+@contextmanager
+def serving(location: str, environment: dict[str, str], cwd: Path) -> Iterator[tuple[str, str]]:
+    """`ckpt-tui serve LOCATION` in a process of its own, run in `cwd` with `environment`
+    added to this one's: (its URL, the line it printed first); stopped on exit."""
+    command = [sys.executable, "-m", "ckpt_tui", "serve", location, "--port", "0"]
+    env = {**os.environ, **environment}
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            yield line.split("serving ", 1)[1].split(" ", 1)[0], line
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

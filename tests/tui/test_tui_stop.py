@@ -4,10 +4,15 @@ line, and esc or ctrl+c to stop it, against a real server that holds its answers
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from ckpt_tui.server import create_app
@@ -25,19 +30,34 @@ COUNT = 100
 """More than the pace sends at first (`pacing.START`), so some are not tried when stopped."""
 FIRST = 8
 """Deletes the server answers at once; the others wait until the test lets them through."""
+SECOND = 40
+"""Deletes answered once the first gate opens; the rest wait for the second."""
 
 
 def stored(store: Store) -> set[str]:
     return {c.tinker_path for c in store.list_checkpoints(0, 1000)[0]}
 
 
-@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
-async def test_a_stopped_delete_reports_done_and_not_tried_and_R_carries_on(
-    store: Store, clock: FixedClock, tmp_path: Path, key: str
-) -> None:
+class Deleting(NamedTuple):
+    """The real app deleting every checkpoint of a store through a real server that holds
+    DELETEs (`deleting_all`)."""
+
+    app: CkptApp
+    pilot: Pilot[None]
+    faulty: FaultyApp
+    gates: list[threading.Event]
+
+
+@asynccontextmanager
+async def deleting_all(
+    store: Store, clock: FixedClock, tmp_path: Path, held_after: tuple[int, ...]
+) -> AsyncIterator[Deleting]:
+    """COUNT checkpoints seeded, all marked and deleted as a person types it (2, ctrl+a, d,
+    the word, enter); yields once FIRST are done. A DELETE after the first `n` of each `n`
+    in `held_after` waits for that one's gate; every gate opens on the way out."""
     seed_store(store, runs=1, per_run=COUNT)
     faulty = FaultyApp(create_app(store, sweep_interval=None))
-    gate = faulty.hold(method="DELETE", after=FIRST)
+    gates = [faulty.hold(method="DELETE", after=after) for after in held_after]
     with run_server(faulty) as url:
         app = make_app(url, tmp_path, clock)
         try:
@@ -45,41 +65,47 @@ async def test_a_stopped_delete_reports_done_and_not_tried_and_R_carries_on(
                 await settle(pilot)
                 await pilot.press("2", "ctrl+a", "d", *"delete", "enter")
                 await until(lambda: f"Deleting {FIRST} of {COUNT}" in screen_text(app), pilot.pause)
-                line = screen_line(app, "Deleting")
-                assert re.search(rf"Deleting {FIRST} of {COUNT} · [\d,.]+/s · \S+ left", line)
-                assert "esc stops" in line
-                row = checkpoints(app).cursor_row
-                await pilot.press("j")  # browsing goes on meanwhile
-                assert checkpoints(app).cursor_row == row + 1
-                await pilot.press(key)
-                await pilot.pause()
-                assert isinstance(app.screen, StopDialog)
-                assert app.focused is not None and app.focused.id == "quit-cancel"
-                await pilot.press("enter")  # keep running: nothing changes
-                await pilot.pause()
-                assert not isinstance(app.screen, StopDialog)
-                await pilot.press(key, "y")
-                await pilot.pause()
-                gate.set()  # what was sent finishes
-                await settle(pilot)
-                sent = faulty.count("DELETE")
-                left = stored(store)
-                assert FIRST < sent < COUNT and len(left) == COUNT - sent
-                entry = app.session_log.entries[-1]
-                assert entry.summary == f"Deleted {sent} of {COUNT}; {COUNT - sent} not tried"
-                assert {item.path for item in entry.items if not item.ok} == left
-                # the not-tried ones stay marked
-                assert checkpoints(app).marks == {("demo", path) for path in left}
-                await pilot.press("R")
-                await settle(pilot)
-                assert stored(store) == set()
-                assert faulty.count("DELETE") == COUNT  # none sent twice
+                yield Deleting(app, pilot, faulty, gates)
         finally:
-            gate.set()
+            for gate in gates:
+                gate.set()
 
 
-SECOND = 40
-"""Deletes answered once the first gate opens; the rest wait for the second."""
+@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
+async def test_a_stopped_delete_reports_done_and_not_tried_and_R_carries_on(
+    store: Store, clock: FixedClock, tmp_path: Path, key: str
+) -> None:
+    async with deleting_all(store, clock, tmp_path, (FIRST,)) as deleting:
+        app, pilot, faulty, (gate,) = deleting
+        line = screen_line(app, "Deleting")
+        assert re.search(rf"Deleting {FIRST} of {COUNT} · [\d,.]+/s · \S+ left", line)
+        assert "esc stops" in line
+        row = checkpoints(app).cursor_row
+        await pilot.press("j")  # browsing goes on meanwhile
+        assert checkpoints(app).cursor_row == row + 1
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, StopDialog)
+        assert app.focused is not None and app.focused.id == "quit-cancel"
+        await pilot.press("enter")  # keep running: nothing changes
+        await pilot.pause()
+        assert not isinstance(app.screen, StopDialog)
+        await pilot.press(key, "y")
+        await pilot.pause()
+        gate.set()  # what was sent finishes
+        await settle(pilot)
+        sent = faulty.count("DELETE")
+        left = stored(store)
+        assert FIRST < sent < COUNT and len(left) == COUNT - sent
+        entry = app.session_log.entries[-1]
+        assert entry.summary == f"Deleted {sent} of {COUNT}; {COUNT - sent} not tried"
+        assert {item.path for item in entry.items if not item.ok} == left
+        # the not-tried ones stay marked
+        assert checkpoints(app).marks == {("demo", path) for path in left}
+        await pilot.press("R")
+        await settle(pilot)
+        assert stored(store) == set()
+        assert faulty.count("DELETE") == COUNT  # none sent twice
 
 
 def dialog_line(app: CkptApp) -> str:
@@ -98,39 +124,27 @@ async def test_the_stop_and_quit_dialogs_follow_the_progress_without_the_stop_hi
     """What runs goes on while the dialog asks: it shows the progress as it is now, never
     "esc stops" (in the dialog esc keeps it running). Once the action ends, the stop dialog
     closes (nothing is left to stop) and the quit dialog says so."""
-    seed_store(store, runs=1, per_run=COUNT)
-    faulty = FaultyApp(create_app(store, sweep_interval=None))
-    first = faulty.hold(method="DELETE", after=FIRST)
-    second = faulty.hold(method="DELETE", after=SECOND)
-    with run_server(faulty) as url:
-        app = make_app(url, tmp_path, clock)
-        try:
-            async with app.run_test(size=(120, 36)) as pilot:
-                await settle(pilot)
-                await pilot.press("2", "ctrl+a", "d", *"delete", "enter")
-                await until(lambda: f"Deleting {FIRST} of {COUNT}" in screen_text(app), pilot.pause)
-                await pilot.press(key)
-                await pilot.pause()
-                dialog = StopDialog if key == "escape" else QuitDialog
-                assert type(app.screen) is dialog
-                assert f"Deleting {FIRST} of {COUNT}" in dialog_line(app)
-                first.set()  # the deletes sent so far are answered while the dialog asks
-                await until(lambda: f"Deleting {SECOND} of" in dialog_line(app), pilot.pause)
-                assert "esc stops" not in dialog_line(app)
-                second.set()  # the action ends
-                await until(lambda: not stored(store), pilot.pause)
-                if key == "escape":
-                    await until(lambda: not isinstance(app.screen, StopDialog), pilot.pause)
-                    assert app.is_running
-                else:
-                    await until(lambda: QuitDialog.ENDED in screen_text(app), pilot.pause)
-                    assert type(app.screen) is QuitDialog
-                    await pilot.press("enter")  # "Keep running" is still what enter does
-                    await pilot.pause()
-                    assert app.is_running and not isinstance(app.screen, QuitDialog)
-        finally:
-            first.set()
-            second.set()
+    async with deleting_all(store, clock, tmp_path, (FIRST, SECOND)) as deleting:
+        app, pilot, _, (first, second) = deleting
+        await pilot.press(key)
+        await pilot.pause()
+        dialog = StopDialog if key == "escape" else QuitDialog
+        assert type(app.screen) is dialog
+        assert f"Deleting {FIRST} of {COUNT}" in dialog_line(app)
+        first.set()  # the deletes sent so far are answered while the dialog asks
+        await until(lambda: f"Deleting {SECOND} of" in dialog_line(app), pilot.pause)
+        assert "esc stops" not in dialog_line(app)
+        second.set()  # the action ends
+        await until(lambda: not stored(store), pilot.pause)
+        if key == "escape":
+            await until(lambda: not isinstance(app.screen, StopDialog), pilot.pause)
+            assert app.is_running
+        else:
+            await until(lambda: QuitDialog.ENDED in screen_text(app), pilot.pause)
+            assert type(app.screen) is QuitDialog
+            await pilot.press("enter")  # "Keep running" is still what enter does
+            await pilot.pause()
+            assert app.is_running and not isinstance(app.screen, QuitDialog)
 
 
 class Host(App[None]):
