@@ -4,10 +4,11 @@ Each client (one per backend) has its own `Pace`, so several backends run side b
 at its own pace. Every attempt of a change takes a slot; the limit on slots
 
 - starts moderate (`START`, or the ceiling if lower),
-- grows while latency holds: after a round (as many answers as the limit), if the round's
-  median latency is within `SLOWER` times the fastest seen (plus `SLACK`), doubling until the
-  first sign of trouble, then by a quarter per round (one slot a round, after a noisy first
-  round, took 2.5 s of a 6 s prune of 1,000 to go from 6 to 32);
+- grows while latency holds: until the first sign of trouble, by one slot for each answer
+  within `SLOWER` times the fastest seen (plus `SLACK`), so the limit doubles over a round
+  (as many answers as the limit at its start) as the answers come, as TCP's slow start
+  does; then, after a round whose median latency holds, by a quarter (one slot a round,
+  after a noisy first round, took 2.5 s of a 6 s prune of 1,000 to go from 6 to 32);
 - after a round whose latency did not hold: stays while the round's rate (its answers over
   the time it took) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
   higher limit raised it by `RATE_RISES`, so a backend that gets more done with more at once
@@ -88,6 +89,9 @@ class Pace:
     _rates: list[float] = field(default_factory=list)
     _last_limit: int = 0
     _round_started: float = 0.0
+    _round_limit: int = 0
+    """The limit the round started at: how many answers end it, and what a round that did
+    not hold is judged at (the slots its answers added meanwhile are taken back)."""
     _latencies: list[float] = field(default_factory=list)
     _round: int = 0
     _growing_fast: bool = True
@@ -98,7 +102,7 @@ class Pace:
     def __post_init__(self) -> None:
         if self.ceiling < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {self.ceiling}")
-        self.limit = self.limit or min(START, self.ceiling)
+        self.limit = self._round_limit = self.limit or min(START, self.ceiling)
         self._round_started = self.clock()
 
     @property
@@ -146,7 +150,7 @@ class Pace:
         # Halved once per round: the others of that round were sent before the change.
         if taken.round == self._round:
             self._growing_fast = False
-            self._set(max(1, self.limit // 2), f"{taken.status}")
+            self._set(max(1, self._round_limit // 2), f"{taken.status}")
         if taken.retry_after is not None and taken.retry_after > 0:
             self._pause(min(taken.retry_after, MAX_PAUSE))
 
@@ -169,7 +173,12 @@ class Pace:
         if self._fastest is None or latency < self._fastest:
             self._fastest = latency
         self._latencies.append(latency)
-        if len(self._latencies) < self.limit:
+        holds = self._fastest * SLOWER + SLACK
+        if self._growing_fast and latency <= holds and self.limit < self.ceiling:
+            # One more for each answer that held: waiting for the round's last answer to
+            # double left the slots of its first ones idle for most of a round trip
+            self.limit += 1
+        if len(self._latencies) < self._round_limit:
             return
         median = statistics.median(self._latencies)
         # what this round got done per second: its answers over the time it took
@@ -178,11 +187,13 @@ class Pace:
         best = statistics.median(self._rates) if self._rates else None
         self._rates = [*self._rates[-(RATE_ROUNDS - 1) :], rate]
         # more in flight than the round before: did it buy more done per second?
-        grew, self._last_limit = self.limit > self._last_limit, self.limit
-        if median <= self._fastest * SLOWER + SLACK:
-            grown = self.limit * 2 if self._growing_fast else self.limit + self._quarter
+        grew, self._last_limit = self._round_limit > self._last_limit, self._round_limit
+        if median <= holds:
+            grown = self.limit if self._growing_fast else self.limit + self._quarter
             self._set(min(self.ceiling, grown), "latency holds")
-        elif best is not None and rate >= best * RATE_HOLDS:
+            return
+        self.limit = self._round_limit  # a round that did not hold: judged at its start
+        if best is not None and rate >= best * RATE_HOLDS:
             # Slower answers, but as many or more done per second: a backend that does more
             # per request when more come at once (or a busy machine's noise), not one
             # queueing them. Keep the limit; a quarter more while raising it still raises
@@ -205,6 +216,6 @@ class Pace:
         self._latencies.clear()
         self._round += 1
         self._round_started = self.clock()
-        if limit != self.limit:
+        if limit != self._round_limit:
             self.history.append((limit, why))
-        self.limit = limit
+        self.limit = self._round_limit = limit

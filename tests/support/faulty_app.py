@@ -179,6 +179,10 @@ class FaultyApp:
         self, scope: Scope, receive: Receive, send: Send, method: str, path: str, asked: str
     ) -> None:
         """Answer one request; `asked` is its query string."""
+        # This request's place among those each hold counts, as it came: a hold "after the
+        # first n" lets the first n through even when, after waiting at an earlier gate,
+        # more than n have come.
+        places = {held[0]: self.count(held[0]) for held in self._holds}
         await self._gather(method)
         self._slow_down(method)
         if self.delay > 0:
@@ -186,7 +190,7 @@ class FaultyApp:
         for held_method, after, gate, query, held_path in self._holds:
             if held_method not in (None, method) or held_path not in (None, path):
                 continue
-            if (query is None and self.count(held_method) > after) or query == asked:
+            if (query is None and places[held_method] > after) or query == asked:
                 self.held += 1
                 try:
                     await asyncio.to_thread(gate.wait)

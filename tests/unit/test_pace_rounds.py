@@ -1,5 +1,5 @@
-"""The pace's rule for a round whose latency did not hold, round by round on a clock the test
-moves (the servers' side is in tests/client/test_client_pacing.py)."""
+"""The pace's rules round by round, and answer by answer while it grows fast, on a clock the
+test moves (the servers' side is in tests/client/test_client_pacing.py)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,45 @@ async def test_after_a_slow_round_the_limit_grows_by_a_quarter_a_round() -> None
         rounds += 1
     assert [limit for limit, _ in pace.history[2:5]] == [15, 18, 22]
     assert rounds == 9  # one slot a round: 52
+
+
+async def test_while_growing_fast_each_answer_that_holds_adds_a_slot_at_once() -> None:
+    """Slow start, as TCP's: the first answers of a round free their slots and add one each,
+    rather than leaving the limit as it was until the round's last answer."""
+    clock = Ticks()
+    pace = Pace(128, clock=clock, limit=FIRST)
+    out = [AsyncExitStack() for _ in range(FIRST)]
+    for stack in out:
+        slot = await stack.enter_async_context(pace.slot())
+        slot.answered(204)
+    clock.now += 0.08
+    await out[0].aclose()  # one answer of eight
+    assert (pace.limit, pace.in_flight) == (FIRST + 1, FIRST - 1)
+    assert pace.history == []  # the round goes on
+    for stack in out[1:]:
+        await stack.aclose()
+    assert pace.history == [(2 * FIRST, "latency holds")]
+    assert pace.limit == 2 * FIRST
+
+
+async def test_a_round_that_did_not_hold_is_judged_at_the_limit_it_started_at() -> None:
+    """Half a round's answers held and added their slots, half came ten times slower: the
+    round did not hold, and what its fast answers added is taken back before it is judged."""
+    clock = Ticks()
+    pace = Pace(128, clock=clock, limit=FIRST)
+    await one_round(pace, clock, 0.08)  # 8 at 80 ms: 100 a second
+    assert pace.limit == 2 * FIRST
+    stacks = [AsyncExitStack() for _ in range(2 * FIRST)]
+    for stack in stacks:
+        slot = await stack.enter_async_context(pace.slot())
+        slot.answered(204)
+    clock.now += 0.08
+    for stack in stacks[:FIRST]:
+        await stack.aclose()
+    assert pace.limit == 3 * FIRST  # each of the 8 that held added one
+    clock.now += 0.72
+    for stack in stacks[FIRST:]:
+        await stack.aclose()
+    # 16 answers in 0.8 s: 20 a second, under 80% of the 100 before; a quarter off 16, not 24
+    assert pace.history[-1] == (12, "slower")
+    assert pace.limit == 12
