@@ -58,22 +58,26 @@ async def run_bulk(
     """Apply `operation` to every ref, at most `concurrency` at a time, until `stop`."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    gate = asyncio.Semaphore(concurrency)
+    outcomes: list[Outcome | None] = [None] * len(refs)
+    pending = iter(range(len(refs)))
     done = 0
 
-    async def one(ref: R) -> Outcome:
+    async def worker() -> None:
+        # `concurrency` workers take the items in turn. A task per item made them all at
+        # once: 100,000 no-op items took 2.7-3.1 s of CPU and 202 MiB (peak RSS) that way,
+        # 0.2-0.4 s and 49 MiB this way (a scratch script, the two run in turn).
         nonlocal done
-        follow(stop)  # this task's own context: the client checks it before sending
-        async with gate:
-            outcome = await _outcome_of(ref, operation, stop)
-        if not outcome.tried:
-            return outcome
-        done += 1
-        if on_progress is not None:
-            on_progress(done, len(refs), outcome)
-        return outcome
+        follow(stop)  # this worker's own context: the client checks it before sending
+        for index in pending:
+            outcome = outcomes[index] = await _outcome_of(refs[index], operation, stop)
+            if not outcome.tried:
+                continue
+            done += 1
+            if on_progress is not None:
+                on_progress(done, len(refs), outcome)
 
-    return list(await asyncio.gather(*(one(ref) for ref in refs)))
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(refs)))))
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 async def _outcome_of(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -114,3 +115,24 @@ async def test_bulk_set_one_ttl_and_clear(
 
 async def test_empty_bulk_is_empty(client: CheckpointClient) -> None:
     assert await run_bulk([], client.delete_checkpoint) == []
+
+
+async def test_a_large_bulk_runs_only_as_many_tasks_as_it_sends_at_once() -> None:
+    """A task per item made all of them at once: 100,000 items took 202 MiB that way."""
+    before = len(asyncio.all_tasks())
+    running = most_running = most_tasks = 0
+
+    async def one(item: int) -> None:
+        nonlocal running, most_running, most_tasks
+        running += 1
+        most_running = max(most_running, running)
+        most_tasks = max(most_tasks, len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        running -= 1
+
+    items = list(range(5000))
+    outcomes = await run_bulk(items, one, concurrency=8)
+    assert [o.target for o in outcomes] == [str(item) for item in items]
+    assert all(o.ok for o in outcomes)
+    assert most_running == 8
+    assert most_tasks == before + 8
