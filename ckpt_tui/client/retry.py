@@ -197,7 +197,7 @@ async def _attempt(
     client: httpx.AsyncClient, call: Call, target: Target
 ) -> httpx.Response | _Failure:
     try:
-        return await client.request(
+        response = await client.request(
             call.method,
             call.path,
             params=call.params,
@@ -212,6 +212,12 @@ async def _attempt(
         )
     except httpx.TransportError as exc:
         return _transport_failure(exc, call, target)
+    # httpx binds the stream of each response to the response, a reference cycle that only
+    # the garbage collector frees: read in full, the response needs the stream no more, and
+    # without the cycle it goes when its caller is done. 0.52-0.55 against 0.59-0.62 ms of
+    # the client's CPU a DELETE (benchmarks/bench_client_cpu.py --reps 5, turn about).
+    response.stream = httpx.ByteStream(response.content)
+    return response
 
 
 def _status_failure(response: httpx.Response, call: Call, target: Target) -> _Failure:
