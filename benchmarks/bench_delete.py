@@ -1,18 +1,22 @@
 """Bulk delete: `ckpt-tui prune --yes` against the official `tinker checkpoint delete`, and
 what `ckpt-tui serve` sustains on its own.
 
-    python benchmarks/bench_delete.py [--tinker VENV] [--large] [--profile] [--dir DIR]
+    python benchmarks/bench_delete.py [--tinker VENV] [--large] [--reps N] [--profile] [--dir DIR]
 
 Builds a store of 1,000 unprotected checkpoints (10 runs; with `--large` also 10,000, 100
 runs) and copies it, so every contestant starts from an identical store. Each copy is served
-by `ckpt-tui serve` in its own process behind a loopback proxy holding every request 50 ms
-(`--latency`), and, one after the other, in one run:
-- `ckpt-tui prune --yes --delete-all-unprotected` (and no keep rule) deletes all of it;
+by `ckpt-tui serve` in its own process, behind a loopback proxy holding every request 50 ms
+(`--latency`) but for `serve` alone, and, one after the other:
+- `ckpt-tui prune --yes --delete-all-unprotected` (and no keep rule) deletes all of it; the
+  proxy also times its deleting part (from the first DELETE to the last answer);
 - with `--tinker VENV`, the official `tinker checkpoint delete PATH... -y` (32 threads) does;
 - `serve` alone, no proxy: this process sends the DELETEs itself, 32 in flight (`--in-flight`),
   and reports deletes per second and `serve`'s CPU time per delete (all its threads, until
-  the deleted files are purged too); `--reps N` runs it N times on fresh copies, medians.
-Prints each one's wall time and deletes per second, and checks each store is empty after.
+  the deleted files are purged too).
+`--reps N` runs the three N times, turn about, each on a fresh copy. Prints each run, then
+the medians: wall time and deletes per second, prune's rate as a share of `serve` alone's
+(the whole command and its deleting part) and its speed against the official CLI's; checks
+each store is empty after.
 With `--profile`, first runs `Store.delete_checkpoint` over a copy in this process under
 cProfile and says where a delete spends its time (SQLite, fsync, the trash, the rescan).
 Asserts nothing.
@@ -185,7 +189,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the store's deletes")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--serve-only", action="store_true", help="only serve alone, no proxy")
-    parser.add_argument("--reps", type=int, default=1, help="rounds of serve alone (medians)")
+    parser.add_argument("--reps", type=int, default=1, help="rounds of each, turn about (medians)")
     parser.add_argument("--dir", type=Path, help="where to build the stores (default: a temp)")
     args = parser.parse_args()
     sizes = [(10, 100), (100, 100)] if args.large else [(10, 100)]
@@ -201,62 +205,69 @@ def main() -> None:
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+PRUNE = "ckpt-tui prune --yes (proxy)"
+DELETING = "  its deleting part (first DELETE to last answer)"
+OFFICIAL = "tinker checkpoint delete -y (proxy)"
+
+
 def compare(
     root: Path, runs: int, per_run: int, args: argparse.Namespace, env: dict[str, str]
 ) -> None:
+    """Each contestant `--reps` times on fresh copies, turn about (prune, the official CLI,
+    `serve` alone, then again), so a machine that slows down meanwhile slows all of them."""
     total = runs * per_run
     template = root / f"template-{total}"
     write_store(template, runs, per_run)
     age_files(template)
-    names = ["serve"] if args.serve_only else ["prune", "serve"]
-    names += ["tinker"] if args.tinker and not args.serve_only else []
-    names += ["profile"] if args.profile else []
-    copies = {name: root / f"{name}-{total}" for name in names}
-    for copy in copies.values():
-        shutil.copytree(template, copy)
-        # Indexed after copying: a copy's files have new inodes, so the fingerprints of an
-        # index made before would count every checkpoint as just changed (settling for 10 s).
-        Store.open(copy).close()
     if args.profile:
-        profile_deletes(copies["profile"], args.top)
+        profile_deletes(fresh_copy(template, root / f"profile-{total}"), args.top)
     print(f"\n{total:,} checkpoints, {args.latency * 1000:.0f} ms per request through the proxy")
-    results: dict[str, float] = {}
-    if not args.serve_only:
-        through_proxy(copies, args, env, results)
-    reps = [serve_alone(template, copies["serve"], rep, args) for rep in range(args.reps)]
-    for seconds, cpu, purged in reps:
+    results: dict[str, list[float]] = {}
+    serve_cpu: list[float] = []
+    alone_name = f"serve alone, {args.in_flight} in flight (no proxy)"
+    for rep in range(args.reps):
+        if not args.serve_only:
+            prune = fresh_copy(template, root / f"prune-{total}-{rep}")
+            prune_through_proxy(prune, args, env, results)
+            if args.tinker:
+                official = fresh_copy(template, root / f"tinker-{total}-{rep}")
+                official_through_proxy(official, args, env, results)
+        alone = fresh_copy(template, root / f"serve-{total}-{rep}")
+        seconds, cpu, purged = serve_alone(alone, args)
+        results.setdefault(alone_name, []).append(seconds)
+        serve_cpu.append(cpu)
         print(f"serve alone: {total / seconds:,.0f} deletes/s, {cpu / total * 1000:.3f} ms of CPU "
               f"per delete, files purged {purged:.2f} s after the last answer")  # fmt: skip
-    seconds = statistics.median(seconds for seconds, _, _ in reps)
-    cpu = statistics.median(cpu for _, cpu, _ in reps)
-    purged = statistics.median(purged for _, _, purged in reps)
-    results[f"serve alone, {args.in_flight} in flight (no proxy)"] = seconds
-    per_delete = cpu / total * 1000
-    print(f"\nserve's CPU (all threads) while alone, median of {len(reps)}: {cpu:.2f} s, "
-          f"{per_delete:.3f} ms per delete (with the purges after the last answer); files "
-          f"purged {purged:.2f} s after the last answer")  # fmt: skip
-    for name, seconds in results.items():
-        print(f"{name:<44} {seconds:7.2f} s  {total / seconds:8,.0f} deletes/s")
-    for name in ("prune", "tinker", "serve"):
-        if name in copies:
-            print(f"  left in the {name} store: {left_in(copies[name])}")
-    ours = results.get("ckpt-tui prune --yes (proxy)")
-    official = results.get("tinker checkpoint delete -y (proxy)")
-    if official is not None and ours is not None:
-        print(f"ckpt-tui is {official / ours:.2f}x the official CLI's speed")
+    print(f"\nmedians of {args.reps} (each run's rate in brackets):")
+    medians = {name: statistics.median(times) for name, times in results.items()}
+    for name, times in results.items():
+        rates = ", ".join(f"{total / t:,.0f}" for t in times)
+        median = medians[name]
+        print(f"{name:<50} {median:7.2f} s  {total / median:8,.0f} deletes/s  ({rates})")
+    per_delete = statistics.median(serve_cpu) / total * 1000
+    print(f"serve's CPU per delete while alone (all threads, with the purges): {per_delete:.3f} ms")
+    if PRUNE in medians:
+        whole, part = (medians[alone_name] / medians[name] for name in (PRUNE, DELETING))
+        print(f"through the proxy, prune's rate is {whole:.0%} of serve alone's (the whole "
+              f"command), {part:.0%} (its deleting part)")  # fmt: skip
+    if OFFICIAL in medians and PRUNE in medians:
+        print(f"ckpt-tui is {medians[OFFICIAL] / medians[PRUNE]:.2f}x the official CLI's speed")
 
 
-def serve_alone(
-    template: Path, first_copy: Path, rep: int, args: argparse.Namespace
-) -> tuple[float, float, float]:
-    """One round of `serve` alone on a fresh copy: the seconds until the last answer,
-    `serve`'s CPU seconds until its files are purged too (`wait_for_purges`), and the seconds
-    from the last answer until then: a delete answers before its files are removed, and
-    stopping the count at the last answer would leave out the purges still running."""
-    copy = first_copy if rep == 0 else first_copy.with_name(f"{first_copy.name}-{rep}")
-    if rep:
-        shutil.copytree(template, copy)
-        Store.open(copy).close()
+def fresh_copy(template: Path, copy: Path) -> Path:
+    """A copy of the template store, indexed after copying: a copy's files have new inodes,
+    so the fingerprints of an index made before would count every checkpoint as just changed
+    (settling for 10 s)."""
+    shutil.copytree(template, copy)
+    Store.open(copy).close()
+    return copy
+
+
+def serve_alone(copy: Path, args: argparse.Namespace) -> tuple[float, float, float]:
+    """One round of `serve` alone: the seconds until the last answer, `serve`'s CPU seconds
+    until its files are purged too (`wait_for_purges`), and the seconds from the last answer
+    until then: a delete answers before its files are removed, and stopping the count at the
+    last answer would leave out the purges still running."""
     paths = paths_of(copy)
     with served(copy, args.ckpt_tui) as port:
         cpu_before = children_cpu_seconds()
@@ -265,9 +276,15 @@ def serve_alone(
         wait_for_purges(copy)
         purged = time.perf_counter() - answered
         cpu = children_cpu_seconds() - cpu_before
-    if left_in(copy):
-        raise SystemExit(f"serve left {left_in(copy)} checkpoints in {copy}")
+    emptied(copy, "serve")
     return seconds, cpu, purged
+
+
+def emptied(copy: Path, who: str) -> None:
+    """Stop the benchmark if `who` left checkpoints behind; else remove the copy."""
+    if left := left_in(copy):
+        raise SystemExit(f"{who} left {left} checkpoints in {copy}")
+    shutil.rmtree(copy)
 
 
 def wait_for_purges(store_dir: Path, timeout: float = 120.0) -> None:
@@ -280,43 +297,48 @@ def wait_for_purges(store_dir: Path, timeout: float = 120.0) -> None:
         time.sleep(0.02)
 
 
-def through_proxy(
-    copies: dict[str, Path],
-    args: argparse.Namespace,
-    env: dict[str, str],
-    results: dict[str, float],
+def prune_through_proxy(
+    copy: Path, args: argparse.Namespace, env: dict[str, str], results: dict[str, list[float]]
 ) -> None:
-    """`ckpt-tui prune --yes`, then (with --tinker) the official CLI, each on its own copy."""
-    with served(copies["prune"], args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
+    """`ckpt-tui prune --yes` of the whole copy, and the CPU it, `serve` and the proxy used."""
+    with served(copy, args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
         url = f"http://{LOOPBACK}:{proxy.port}"
         argv = [args.ckpt_tui, "prune", "--url", url, *PRUNE_ALL]
         serve_before, proxy_before = children_cpu_seconds(), time.process_time()
         prune_before = waited_children_cpu_seconds()
-        seconds = results["ckpt-tui prune --yes (proxy)"] = timed_process(argv, env)
+        seconds = timed_process(argv, env)
         cpu = {
             "prune": waited_children_cpu_seconds() - prune_before,
             "serve": children_cpu_seconds() - serve_before,
             "the proxy": time.process_time() - proxy_before,
         }
-        spent = ", ".join(f"{name} {used:.2f} s" for name, used in cpu.items())
-        # What the three took of the two cores: the share left for anything else.
-        print(f"CPU while prune ran ({seconds:.2f} s): {spent}; {sum(cpu.values()):.2f} s in all")
-        if proxy.deletes_from is not None and proxy.answered_at is not None:
-            # The command's start, listing and plan are not deleting: the rate of its part
-            # that deletes is the one to set beside `serve` alone's.
-            deleting = proxy.answered_at - proxy.deletes_from
-            results["  its deleting part (first DELETE to last answer)"] = deleting
-    if "tinker" not in copies:
-        return
-    paths = paths_of(copies["tinker"])
-    with (
-        served(copies["tinker"], args.ckpt_tui) as port,
-        LatencyProxy(port, args.latency) as proxy,
-    ):
+    results.setdefault(PRUNE, []).append(seconds)
+    spent = ", ".join(f"{name} {used:.2f} s" for name, used in cpu.items())
+    line = f"prune: {seconds:.2f} s"
+    if proxy.deletes_from is not None and proxy.answered_at is not None:
+        # The command's start, listing and plan are not deleting: the rate of its part that
+        # deletes is the one to set beside `serve` alone's.
+        deleting = proxy.answered_at - proxy.deletes_from
+        results.setdefault(DELETING, []).append(deleting)
+        line += f", its deleting part {deleting:.2f} s"
+    # What the three took of the two cores: the share left for anything else.
+    print(f"{line}; CPU meanwhile: {spent}, {sum(cpu.values()):.2f} s in all")
+    emptied(copy, "prune")
+
+
+def official_through_proxy(
+    copy: Path, args: argparse.Namespace, env: dict[str, str], results: dict[str, list[float]]
+) -> None:
+    """The official `tinker checkpoint delete PATH... -y` of the whole copy."""
+    paths = paths_of(copy)
+    with served(copy, args.ckpt_tui) as port, LatencyProxy(port, args.latency) as proxy:
         url = f"http://{LOOPBACK}:{proxy.port}"
         tinker_env = {**env, "TINKER_BASE_URL": url, "TINKER_API_KEY": "tml-bench"}
         argv = [str(args.tinker / "bin" / "tinker"), "checkpoint", "delete", *paths, "-y"]
-        results["tinker checkpoint delete -y (proxy)"] = timed_process(argv, tinker_env)
+        seconds = timed_process(argv, tinker_env)
+    results.setdefault(OFFICIAL, []).append(seconds)
+    print(f"the official CLI: {seconds:.2f} s")
+    emptied(copy, "the official CLI")
 
 
 if __name__ == "__main__":
