@@ -77,7 +77,9 @@ async def run_bulk(
                 on_progress(done, len(refs), outcome)
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(refs)))))
-    return [outcome for outcome in outcomes if outcome is not None]
+    finished = [outcome for outcome in outcomes if outcome is not None]
+    assert len(finished) == len(refs)  # the workers took every item (or gather raised)
+    return finished
 
 
 async def _outcome_of(

@@ -7,9 +7,11 @@ at its own pace. Every attempt of a change takes a slot; the limit on slots
 - grows while latency holds: until the first sign of trouble, by one slot for each answer
   within `SLOWER` times the fastest seen (plus `SLACK`), so the limit doubles over a round
   (as many answers as the limit at its start) as the answers come, as TCP's slow start
-  does; then, after a round whose median latency holds, by a quarter (one slot a round,
-  after a noisy first round, took 2.5 s of a 6 s prune of 1,000 to go from 6 to 32);
-- after a round whose latency did not hold: stays while the round's rate (its answers over
+  does, and the round's first slower answer ends its growth (as TCP's HyStart); then,
+  after a round whose median latency holds, by a quarter (one slot a round, after a noisy
+  first round, took 2.5 s of a 6 s prune of 1,000 to go from 6 to 32);
+- after a round whose latency did not hold (judged at the limit it reached: its answers
+  came with that many in flight): stays while the round's rate (its answers over
   the time it took) is within `RATE_HOLDS` of the last rounds', and grows by a quarter when a
   higher limit raised it by `RATE_RISES`, so a backend that gets more done with more at once
   is not held back by a busy machine's noise; else falls by a quarter (the backend slowed
@@ -77,7 +79,8 @@ class Slot:
 
 @dataclass
 class Pace:
-    """The adaptive limit of one backend; `history` records each change of `limit` and why."""
+    """The adaptive limit of one backend; `history` records where each round (or pause)
+    left `limit`, when it changed over the round, and why."""
 
     ceiling: int = DEFAULT_MAX_IN_FLIGHT
     clock: Callable[[], float] = time.monotonic
@@ -90,8 +93,10 @@ class Pace:
     _last_limit: int = 0
     _round_started: float = 0.0
     _round_limit: int = 0
-    """The limit the round started at: how many answers end it, and what a round that did
-    not hold is judged at (the slots its answers added meanwhile are taken back)."""
+    """The limit the round started at: as many answers end it."""
+    _adding: bool = True
+    """Whether this round's answers that hold still add a slot (while growing fast, until
+    its first slower answer)."""
     _latencies: list[float] = field(default_factory=list)
     _round: int = 0
     _growing_fast: bool = True
@@ -150,7 +155,7 @@ class Pace:
         # Halved once per round: the others of that round were sent before the change.
         if taken.round == self._round:
             self._growing_fast = False
-            self._set(max(1, self._round_limit // 2), f"{taken.status}")
+            self._set(max(1, self.limit // 2), f"{taken.status}")
         if taken.retry_after is not None and taken.retry_after > 0:
             self._pause(min(taken.retry_after, MAX_PAUSE))
 
@@ -174,10 +179,13 @@ class Pace:
             self._fastest = latency
         self._latencies.append(latency)
         holds = self._fastest * SLOWER + SLACK
-        if self._growing_fast and latency <= holds and self.limit < self.ceiling:
+        if self._growing_fast and self._adding:
             # One more for each answer that held: waiting for the round's last answer to
-            # double left the slots of its first ones idle for most of a round trip
-            self.limit += 1
+            # double left the slots of its first ones idle for most of a round trip. The
+            # first slower answer stops it: more in flight would only queue.
+            self._adding = latency <= holds
+            if self._adding and self.limit < self.ceiling:
+                self.limit += 1
         if len(self._latencies) < self._round_limit:
             return
         median = statistics.median(self._latencies)
@@ -187,13 +195,11 @@ class Pace:
         best = statistics.median(self._rates) if self._rates else None
         self._rates = [*self._rates[-(RATE_ROUNDS - 1) :], rate]
         # more in flight than the round before: did it buy more done per second?
-        grew, self._last_limit = self._round_limit > self._last_limit, self._round_limit
+        grew, self._last_limit = self.limit > self._last_limit, self.limit
         if median <= holds:
             grown = self.limit if self._growing_fast else self.limit + self._quarter
             self._set(min(self.ceiling, grown), "latency holds")
-            return
-        self.limit = self._round_limit  # a round that did not hold: judged at its start
-        if best is not None and rate >= best * RATE_HOLDS:
+        elif best is not None and rate >= best * RATE_HOLDS:
             # Slower answers, but as many or more done per second: a backend that does more
             # per request when more come at once (or a busy machine's noise), not one
             # queueing them. Keep the limit; a quarter more while raising it still raises
@@ -216,6 +222,7 @@ class Pace:
         self._latencies.clear()
         self._round += 1
         self._round_started = self.clock()
+        self._adding = True
         if limit != self._round_limit:
             self.history.append((limit, why))
         self.limit = self._round_limit = limit

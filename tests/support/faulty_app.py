@@ -190,7 +190,8 @@ class FaultyApp:
         for held_method, after, gate, query, held_path in self._holds:
             if held_method not in (None, method) or held_path not in (None, path):
                 continue
-            if (query is None and places[held_method] > after) or query == asked:
+            place = places.get(held_method) or self.count(held_method)  # a hold added since
+            if (query is None and place > after) or query == asked:
                 self.held += 1
                 try:
                     await asyncio.to_thread(gate.wait)

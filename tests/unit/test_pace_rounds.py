@@ -87,24 +87,41 @@ async def test_while_growing_fast_each_answer_that_holds_adds_a_slot_at_once() -
     assert pace.limit == 2 * FIRST
 
 
-async def test_a_round_that_did_not_hold_is_judged_at_the_limit_it_started_at() -> None:
-    """Half a round's answers held and added their slots, half came ten times slower: the
-    round did not hold, and what its fast answers added is taken back before it is judged."""
-    clock = Ticks()
-    pace = Pace(128, clock=clock, limit=FIRST)
-    await one_round(pace, clock, 0.08)  # 8 at 80 ms: 100 a second
-    assert pace.limit == 2 * FIRST
-    stacks = [AsyncExitStack() for _ in range(2 * FIRST)]
+async def take(pace: Pace, count: int) -> list[AsyncExitStack]:
+    """`count` slots taken now, each to be answered 204 when its stack closes."""
+    stacks = [AsyncExitStack() for _ in range(count)]
     for stack in stacks:
         slot = await stack.enter_async_context(pace.slot())
         slot.answered(204)
+    return stacks
+
+
+async def answer(stacks: list[AsyncExitStack]) -> None:
+    for stack in stacks:
+        await stack.aclose()
+
+
+async def test_a_slower_answer_ends_the_growth_and_the_round_is_judged_where_it_got() -> None:
+    """Once an answer comes slower, the round's later answers add no slot however fast
+    they come (more in flight would only queue), and the round is judged at the limit it
+    reached, the number in flight its answers came with."""
+    clock = Ticks()
+    pace = Pace(128, clock=clock, limit=FIRST)
+    await one_round(pace, clock, 0.08)  # 8 at 80 ms: 100 a second
+    assert pace.limit == 16
+    sent = await take(pace, 16)
     clock.now += 0.08
-    for stack in stacks[:FIRST]:
-        await stack.aclose()
-    assert pace.limit == 3 * FIRST  # each of the 8 that held added one
+    await answer(sent[:4])
+    assert pace.limit == 20  # each of the 4 that held added one
     clock.now += 0.72
-    for stack in stacks[FIRST:]:
-        await stack.aclose()
-    # 16 answers in 0.8 s: 20 a second, under 80% of the 100 before; a quarter off 16, not 24
-    assert pace.history[-1] == (12, "slower")
-    assert pace.limit == 12
+    await answer(sent[4:5])  # 800 ms: slower than twice 80 ms plus 50
+    later = await take(pace, 4)
+    clock.now += 0.08
+    await answer(later)  # 80 ms, as fast as the first, and none adds a slot now
+    assert pace.limit == 20
+    assert pace.history == [(16, "latency holds")]  # the round goes on
+    await answer(sent[5:12])  # its 16th answer ends it: median (80 + 880) / 2 ms
+    # 16 answers in 0.88 s, under 80% of the 100 a second before: a quarter off the 20
+    # the round reached, not off the 16 it started at
+    assert pace.history[-1] == (15, "slower")
+    await answer(sent[12:])
