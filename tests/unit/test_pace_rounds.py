@@ -19,13 +19,25 @@ class Ticks:
         return self.now
 
 
+async def take(pace: Pace, count: int) -> list[AsyncExitStack]:
+    """`count` slots taken now, each to be answered 204 when its stack closes."""
+    stacks = [AsyncExitStack() for _ in range(count)]
+    for stack in stacks:
+        slot = await stack.enter_async_context(pace.slot())
+        slot.answered(204)
+    return stacks
+
+
+async def answer(stacks: list[AsyncExitStack]) -> None:
+    for stack in stacks:
+        await stack.aclose()
+
+
 async def one_round(pace: Pace, clock: Ticks, seconds: float) -> None:
     """As many requests as the limit, sent together, all answered `seconds` later."""
-    async with AsyncExitStack() as stack:
-        for _ in range(pace.limit):
-            slot = await stack.enter_async_context(pace.slot())
-            slot.answered(204)
-        clock.now += seconds
+    sent = await take(pace, pace.limit)
+    clock.now += seconds
+    await answer(sent)
 
 
 def batching(in_flight: int) -> float:
@@ -73,32 +85,14 @@ async def test_while_growing_fast_each_answer_that_holds_adds_a_slot_at_once() -
     rather than leaving the limit as it was until the round's last answer."""
     clock = Ticks()
     pace = Pace(128, clock=clock, limit=FIRST)
-    out = [AsyncExitStack() for _ in range(FIRST)]
-    for stack in out:
-        slot = await stack.enter_async_context(pace.slot())
-        slot.answered(204)
+    sent = await take(pace, FIRST)
     clock.now += 0.08
-    await out[0].aclose()  # one answer of eight
+    await answer(sent[:1])  # one answer of eight
     assert (pace.limit, pace.in_flight) == (FIRST + 1, FIRST - 1)
     assert pace.history == []  # the round goes on
-    for stack in out[1:]:
-        await stack.aclose()
+    await answer(sent[1:])
     assert pace.history == [(2 * FIRST, "latency holds")]
     assert pace.limit == 2 * FIRST
-
-
-async def take(pace: Pace, count: int) -> list[AsyncExitStack]:
-    """`count` slots taken now, each to be answered 204 when its stack closes."""
-    stacks = [AsyncExitStack() for _ in range(count)]
-    for stack in stacks:
-        slot = await stack.enter_async_context(pace.slot())
-        slot.answered(204)
-    return stacks
-
-
-async def answer(stacks: list[AsyncExitStack]) -> None:
-    for stack in stacks:
-        await stack.aclose()
 
 
 async def test_a_slower_answer_ends_the_growth_and_the_round_is_judged_where_it_got() -> None:
