@@ -146,14 +146,12 @@ class SnapshotFeed:
         )
         try:
             if self.several and (one_store := await self.one_store(name, connection)):
-                rating.cancel()
                 self.post(BackendFailed(name, one_store, keep_rows=False))
                 return
             shown.checked(show_held=not loading.done())
             snapshot = await loading
             rate, source = await rating
         except ClientError as exc:
-            rating.cancel()
             self.post(BackendFailed(name, failure_text(exc), error_kind(exc)))
         else:
             state = (
@@ -176,10 +174,12 @@ class SnapshotFeed:
             # The header's latency follows one request later.
             await self.measure(name, connection)
         finally:
-            # A refused backend's load, or one whose worker was cancelled meanwhile (a new
-            # load, the app quitting), ends here; its outcome, an error included, is taken
-            # so none is left unretrieved.
+            # A refused backend's load, or one whose worker was cancelled or failed
+            # meanwhile (a new load, the app quitting, an error no client catches), ends
+            # here; the outcomes of its list and its rate, errors included, are taken so
+            # none is left unretrieved.
             await cancelled(loading)
+            await cancelled(rating)
             self.end_load(name, number)
 
     def end_load(self, name: str, number: int) -> None:
